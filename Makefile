@@ -1,0 +1,49 @@
+# vlmrl: `make demo` runs the main job, `make test` runs every check.  Both set up the venv first.
+SHELL := /bin/bash
+PY := .venv/bin/python
+PIP := .venv/bin/pip
+STAMP := .venv/.setup-stamp
+APT_PKGS := libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6 libglib2.0-0 ffmpeg
+DOMAIN := sim robot agents vlm buffer calibration
+export MUJOCO_GL ?= egl
+export PYOPENGL_PLATFORM ?= egl
+
+.PHONY: setup test lint typecheck pytest demo bench clean-venv
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt Makefile
+	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@test -x $(PY) || python3.11 -m venv .venv || python3 -m venv .venv
+	$(PIP) install -q -U pip setuptools wheel
+	$(PIP) install -q -c constraints.txt -e '.[dev]'
+	@# lerobot 0.4.4 pins torch<2.11 and huggingface-hub<0.36, which clash with transformers 5;
+	@# its runtime needs come from the [robot] extra above, so it goes in without its own pins.
+	$(PIP) install -q --no-deps -c constraints.txt lerobot==0.4.4
+	@touch $(STAMP)
+
+lint: setup
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+
+typecheck: setup
+	.venv/bin/mypy $(DOMAIN)
+
+pytest: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test: lint typecheck pytest
+
+demo: setup
+	.venv/bin/vlmrl train --demo
+
+bench: setup
+	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b --quick --json runs/bench/$$(basename $$b .py).json || exit 1; done
+
+clean-venv:
+	rm -rf .venv

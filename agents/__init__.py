@@ -1,0 +1,1 @@
+"""Learners: SAC (actor, twin critics, temperature), encoders, augmentation, policy export."""

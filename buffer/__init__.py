@@ -1,0 +1,1 @@
+"""Replay storage and sampling: zarr or in-RAM episodes, uniform/PER/VLM-guided samplers."""

@@ -1,0 +1,1 @@
+"""Camera intrinsics, hand-eye and camera-to-base extrinsics, calibration files."""

@@ -1,0 +1,1 @@
+"""Clip scoring by vision-language models: backends, server, client, async worker, aux reward."""

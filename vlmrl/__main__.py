@@ -1,0 +1,3 @@
+from vlmrl.cli import entrypoint
+
+entrypoint()
