@@ -1,0 +1,102 @@
+"""Configs of the robot package: the safety layer, its watchdog, and the LeRobot adapter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+SO101_JOINT_KEYS: tuple[str, ...] = (
+    "shoulder_pan.pos",
+    "shoulder_lift.pos",
+    "elbow_flex.pos",
+    "wrist_flex.pos",
+    "wrist_roll.pos",
+    "gripper.pos",
+)
+"""Action/observation keys of LeRobot's SO-100/SO-101 follower, in its motor order."""
+
+SO101_JOINT_LIMITS: dict[str, tuple[float, float]] = {
+    "shoulder_pan.pos": (-110.0, 110.0),
+    "shoulder_lift.pos": (-100.0, 100.0),
+    "elbow_flex.pos": (-100.0, 100.0),
+    "wrist_flex.pos": (-100.0, 100.0),
+    "wrist_roll.pos": (-160.0, 160.0),
+    "gripper.pos": (0.0, 100.0),
+}
+"""Conservative command limits for an SO-101 follower with ``use_degrees=True`` (degrees; gripper 0..100)."""
+
+SO101_MAX_STEP: dict[str, float] = {
+    "shoulder_pan.pos": 8.0,
+    "shoulder_lift.pos": 8.0,
+    "elbow_flex.pos": 8.0,
+    "wrist_flex.pos": 10.0,
+    "wrist_roll.pos": 10.0,
+    "gripper.pos": 15.0,
+}
+"""Largest command change per control step for the SO-101 (at 30 Hz, 8 deg/step is 240 deg/s)."""
+
+SO101_HOME: dict[str, float] = {
+    "shoulder_pan.pos": 0.0,
+    "shoulder_lift.pos": 0.0,
+    "elbow_flex.pos": 0.0,
+    "wrist_flex.pos": 0.0,
+    "wrist_roll.pos": 0.0,
+    "gripper.pos": 10.0,
+}
+"""Default reset pose (LeRobot units) the adapter drives to, through the safety layer, on ``reset``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SafetyConfig:
+    """Limits every command passes through before it reaches a robot."""
+
+    joint_limits: dict[str, tuple[float, float]] = field(default_factory=lambda: dict(SO101_JOINT_LIMITS))
+    """(lower, upper) command limit per action key, in the robot's units (LeRobot: degrees, gripper 0..100)."""
+    max_step: dict[str, float] = field(default_factory=lambda: dict(SO101_MAX_STEP))
+    """Largest change of each joint's command from one control step to the next, in the joint's units."""
+    workspace_min_m: tuple[float, float, float] = (-0.45, -0.45, 0.0)
+    """Lower corner of the allowed end-effector box (x, y, z in metres, robot base frame)."""
+    workspace_max_m: tuple[float, float, float] = (0.45, 0.45, 0.5)
+    """Upper corner of the allowed end-effector box (x, y, z in metres, robot base frame)."""
+    workspace_bisect_steps: int = 12
+    """Bisection steps used to shorten a move that would leave the workspace (2**-n of the step)."""
+    clip_tolerance: float = 1e-6
+    """A joint whose command moved by more than this counts as clipped (and is logged)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WatchdogConfig:
+    """When the control loop is stopped for stale observations or an overrunning loop."""
+
+    stale_after_periods: float = 1.5
+    """Trip when no fresh observation or loop tick arrived for this many control periods."""
+    poll_periods: float = 0.25
+    """How often the watchdog thread checks, in control periods; trip latency <= stale_after + poll."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeRobotEnvConfig:
+    """The LeRobot adapter: control rate, episode length, image size, reset pose, what a stop does."""
+
+    control_hz: float = 30.0
+    """Fixed control rate; each step sleeps to its deadline and counts an overrun when late."""
+    max_episode_steps: int = 300
+    """Steps before an episode is truncated."""
+    image_size: int | None = 128
+    """Square size camera frames are resized to (None: keep the camera's own size)."""
+    task_description: str = "pick up the cube"
+    """Sentence describing the task, for VLM prompts."""
+    home: dict[str, float] = field(default_factory=lambda: dict(SO101_HOME))
+    """Reset pose in LeRobot units; ``reset`` moves there at the safety layer's max step (empty: stay put)."""
+    reset_settle_steps: int = 10
+    """Extra control steps spent holding the home pose at the end of ``reset``."""
+    stop_mode: Literal["hold", "torque_off"] = "hold"
+    """What a stop does: hold the last measured position, or disconnect with torque off."""
+    keyboard_estop: bool = True
+    """Listen for the emergency-stop key (pynput) when a display exists; the programmatic trigger always works."""
+    estop_key: str = "esc"
+    """pynput name of the emergency-stop key."""
+    safety: SafetyConfig = field(default_factory=SafetyConfig)
+    """Limits every command passes through."""
+    watchdog: WatchdogConfig = field(default_factory=WatchdogConfig)
+    """Stale-observation / overrun watchdog."""
