@@ -1,0 +1,1 @@
+"""Scorer backends; ``vlm.make_scorer`` chooses one from its config type."""

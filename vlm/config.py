@@ -1,0 +1,177 @@
+"""Configs of the vlm package: one frozen dataclass per scorer backend, the worker, server and aux reward."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Device = Literal["auto", "cpu", "cuda"]
+DType = Literal["auto", "float32", "bfloat16", "float16"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class HFConfig:
+    """A transformers image-text-to-text model scored by P(yes) from its next-token logits."""
+
+    kind: Literal["hf"] = "hf"
+    """Backend tag (fixed)."""
+    model: str = "HuggingFaceTB/SmolVLM-256M-Instruct"
+    """Hub id or local directory of the model and its processor."""
+    num_frames: int = 4
+    """Frames per clip shown to the model (evenly spaced, the last frame always included)."""
+    max_image_side: int = 0
+    """Downscale frames so their longer side is at most this many pixels before the processor (0: as is)."""
+    batch_size: int = 4
+    """Clips per forward pass."""
+    device: Device = "auto"
+    """Where the model runs; auto picks cuda when available."""
+    dtype: DType = "auto"
+    """Weights dtype; auto is bfloat16 (float16 without bf16 support) on GPU and float32 on CPU."""
+    revision: str = ""
+    """Hub revision (branch, tag or commit); empty for the default."""
+    trust_remote_code: bool = False
+    """Allow model code from the hub (only for models transformers does not ship)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenAIConfig:
+    """An OpenAI-compatible server (vLLM, SGLang, Ollama, `vlmrl serve`) scored through logprobs."""
+
+    kind: Literal["openai"] = "openai"
+    """Backend tag (fixed)."""
+    base_url: str = "http://127.0.0.1:8000/v1"
+    """Server root including the /v1 prefix."""
+    model: str = ""
+    """Served model name; empty asks the server's /v1/models and takes the first."""
+    api_key: str = ""
+    """Bearer key; empty reads the environment variable named by ``api_key_env``."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the bearer key when ``api_key`` is empty."""
+    endpoint: Literal["chat", "score"] = "chat"
+    """chat: one /v1/chat/completions request per clip (any server); score: batches on /v1/score
+    (`vlmrl serve` only; also carries the clips' privileged info, which the oracle needs)."""
+    num_frames: int = 4
+    """Frames per clip sent as images (evenly spaced, the last frame always included)."""
+    image_format: Literal["jpeg", "png"] = "jpeg"
+    """Image encoding inside the base64 data URLs."""
+    jpeg_quality: int = 90
+    """JPEG quality (1-100) when image_format is jpeg."""
+    top_logprobs: int = 20
+    """How many alternatives to ask for at the answer token (servers cap this, often at 20)."""
+    timeout_s: float = 60.0
+    """Per-request timeout (connect, read and write)."""
+    max_retries: int = 3
+    """Retries after a timeout, a dropped connection, 429 or 5xx; 4xx other than 429 fail at once."""
+    backoff_s: float = 0.5
+    """First retry delay; doubles per retry, with +-50% jitter."""
+    max_concurrency: int = 8
+    """Requests in flight at once."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CLIPConfig:
+    """Contrastive image-text similarity (CLIP, SigLIP) with VLM-RM's goal-baseline projection."""
+
+    kind: Literal["clip"] = "clip"
+    """Backend tag (fixed)."""
+    model: str = "openai/clip-vit-base-patch32"
+    """Hub id or local directory of a CLIP or SigLIP model and its processor."""
+    baseline_prompt: str = "a robot arm on a table"
+    """Text describing the scene without the goal achieved (VLM-RM's baseline b)."""
+    projection_alpha: float = 0.5
+    """Weight of the goal-baseline direction in the projection (0: plain cosine distance to the goal)."""
+    pool: Literal["mean", "max", "last"] = "last"
+    """How per-frame scores become one clip score."""
+    num_frames: int = 4
+    """Frames per clip embedded (evenly spaced, the last frame always included)."""
+    batch_size: int = 32
+    """Images per forward pass."""
+    device: Device = "auto"
+    """Where the model runs; auto picks cuda when available."""
+    dtype: DType = "auto"
+    """Weights dtype; auto is float16 on GPU and float32 on CPU."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class OracleConfig:
+    """The privileged sim signal (task progress or success) as a score; an upper bound, not a VLM."""
+
+    kind: Literal["oracle"] = "oracle"
+    """Backend tag (fixed)."""
+    signal: Literal["progress", "success"] = "progress"
+    """Which per-step info array of the clip to read."""
+    reduce: Literal["last", "max", "mean"] = "last"
+    """How the clip's per-step values become one score."""
+    noise: float = 0.0
+    """Label-noise rate in [0, 1]: each score is replaced by 1 - score with this probability."""
+    seed: int = 0
+    """Seed of the label noise."""
+    latency_s: float = 0.0
+    """Sleep per score call: a stand-in for a remote GPU in benchmarks and fault tests."""
+
+
+ScorerConfig = HFConfig | OpenAIConfig | CLIPConfig | OracleConfig
+"""Any backend's config; ``vlm.make_scorer`` picks the backend from the type."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerConfig:
+    """The asynchronous scoring worker between the replay buffer and a scorer."""
+
+    batch_size: int = 8
+    """Clips per score call."""
+    batch_wait_s: float = 0.05
+    """How long to wait for a fuller batch once one clip is waiting."""
+    max_backlog: int = 1024
+    """Unscored clips kept; when full, the oldest unscored clip is dropped (and counted)."""
+    backoff_s: float = 0.5
+    """Delay after the first failed batch; doubles per consecutive failure, with +-50% jitter."""
+    max_backoff_s: float = 10.0
+    """Longest delay between retries while the circuit is closed."""
+    breaker_failures: int = 5
+    """Consecutive failed batches that open the circuit breaker."""
+    breaker_cooldown_s: float = 30.0
+    """While open, one trial batch per cooldown; a success closes it and the backlog drains."""
+    latency_window: int = 512
+    """Recent batch latencies kept for the percentiles in ``metrics()``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerConfig:
+    """`vlmrl serve`: the OpenAI-compatible subset plus /v1/score over a local backend."""
+
+    host: str = "127.0.0.1"
+    """Bind address; loopback unless you mean to expose the model."""
+    port: int = 8000
+    """TCP port."""
+    api_key: str = ""
+    """Bearer key clients must send; empty reads VLMRL_API_KEY, and if that is unset too, no key."""
+    model_name: str = ""
+    """Name under /v1/models and in responses; empty uses the backend's scorer id."""
+    max_request_bytes: int = 32 * 1024 * 1024
+    """Largest request body accepted (413 above)."""
+    max_images: int = 64
+    """Most images in one chat request, or frames in one /v1/score clip."""
+    max_clips: int = 64
+    """Most clips in one /v1/score request."""
+    max_image_side: int = 1024
+    """Largest image width or height accepted."""
+    max_batch: int = 8
+    """Most clips scored in one backend call (concurrent requests are micro-batched)."""
+    batch_wait_s: float = 0.005
+    """How long the batcher waits for more requests once one is queued."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuxRewardConfig:
+    """How clip scores become a per-step auxiliary reward added to the env reward."""
+
+    kind: Literal["shaping", "scaled"] = "shaping"
+    """shaping: gamma * Phi(s') - Phi(s) with Phi the latest clip score (keeps the optimal policy);
+    scaled: weight * score on the transition that reaches the clip's last frame."""
+    weight: float = 1.0
+    """Multiplier on the auxiliary reward."""
+    gamma: float = 0.99
+    """Discount of the shaping term; use the agent's gamma."""
+    threshold: float | None = None
+    """If set, scores are binarised (score >= threshold) before use."""

@@ -1,0 +1,52 @@
+"""Builds a scorer from its config, and checks beforehand that the model behind it can be reached."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from vlm.config import CLIPConfig, HFConfig, OpenAIConfig, OracleConfig, ScorerConfig
+from vlm.errors import VLMError
+from vlm.scorer import Scorer
+
+# Backend modules import torch/transformers/httpx; they load only when their backend is asked for.
+_BACKENDS: dict[type, tuple[str, str]] = {
+    HFConfig: ("vlm.backends.hf", "HFScorer"),
+    OpenAIConfig: ("vlm.backends.openai_compat", "OpenAIScorer"),
+    CLIPConfig: ("vlm.backends.contrastive", "CLIPScorer"),
+    OracleConfig: ("vlm.backends.oracle", "OracleScorer"),
+}
+
+
+def _backend(cfg: ScorerConfig) -> Callable[[ScorerConfig], Scorer]:
+    try:
+        module_name, class_name = _BACKENDS[type(cfg)]
+    except KeyError:
+        raise VLMError(
+            f"no scorer backend for config type {type(cfg).__name__}; use one of "
+            f"{', '.join(c.__name__ for c in _BACKENDS)}"
+        ) from None
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def check_reachable(cfg: ScorerConfig) -> None:
+    """Raises a one-line VLMError saying how to fix it if the model or server cannot be reached.
+
+    Local models: the path or hub id must resolve offline or online; servers: /v1/models must answer.
+    Cheap compared with loading the model; ``make_scorer`` calls it first.
+    """
+    if isinstance(cfg, HFConfig | CLIPConfig):
+        from vlm.backends.loading import check_model_source
+
+        check_model_source(cfg.model, getattr(cfg, "revision", ""), kind=cfg.kind)
+    elif isinstance(cfg, OpenAIConfig):
+        from vlm.backends.openai_compat import check_server
+
+        check_server(cfg)
+
+
+def make_scorer(cfg: ScorerConfig) -> Scorer:
+    """Builds the backend chosen by the config's type; fails fast with a VLMError if it is unreachable."""
+    backend = _backend(cfg)
+    check_reachable(cfg)
+    return backend(cfg)
