@@ -1,0 +1,43 @@
+"""Configuration of simulated environments (one frozen dataclass, parsed by tyro in the pipelines)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimConfig:
+    """Which simulated env to build and how it renders and rewards."""
+
+    suite: Literal["so101", "robosuite", "metaworld"] = "so101"
+    """Simulator family: our SO-101 MuJoCo twin, robosuite 1.5 (Panda) or Meta-World 3 (Sawyer)."""
+    task: str = "lift"
+    """Task name. so101: reach, lift, push, place. robosuite: Lift, Stack, Door, PickPlaceCan.
+    metaworld: an MT1 env name such as reach-v3, push-v3, pick-place-v3, door-open-v3."""
+    cameras: tuple[str, ...] = ("front",)
+    """Cameras rendered into ``pixels/<camera>`` (empty: state only, nothing is rendered).
+    so101: front, wrist. robosuite: agentview, frontview, birdview, sideview, robot0_eye_in_hand.
+    metaworld: corner, corner2, corner3, topview, behindGripper, gripperPOV."""
+    image_size: int = 128
+    """Square image side in pixels."""
+    reward: Literal["sparse", "shaped"] = "sparse"
+    """sparse: 1 on success, else 0. shaped: a dense staged reward (see each task)."""
+    action_mode: Literal["absolute", "delta"] = "absolute"
+    """SO-101 only (robosuite/Meta-World keep their native end-effector delta actions).
+    absolute: joint targets in LeRobot units (degrees, gripper 0..100), the real robot's contract.
+    delta: [-1, 1] per joint, scaled to ``max_delta_deg`` / ``max_delta_gripper`` per step."""
+    control_hz: float = 20.0
+    """Control (env step) rate. so101 and robosuite; Meta-World has a fixed rate (80 Hz)."""
+    max_episode_steps: int | None = None
+    """Steps before truncation; None: the task's default (so101: reach 50, lift 100, push 100, place 150)."""
+    shadows: bool = False
+    """Render shadows (several times slower on software GL)."""
+    terminate_on_success: bool = True
+    """End the episode (terminated=True) on the first successful step (so101 and robosuite)."""
+    max_delta_deg: float = 8.0
+    """delta mode: largest change of an arm joint target per step, degrees."""
+    max_delta_gripper: float = 25.0
+    """delta mode: largest change of the gripper target per step (0..100 scale)."""
+    render_backend: Literal["auto", "egl", "osmesa"] = "auto"
+    """Headless OpenGL backend; auto tries EGL, then OSMesa. Ignored if MUJOCO_GL is already set."""

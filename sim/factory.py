@@ -1,0 +1,71 @@
+"""``make_env(cfg)``: build any simulated env from a ``SimConfig`` (explicit suite -> builder table)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import gymnasium
+
+from sim.config import SimConfig
+from sim.errors import SimError
+from sim.rendering import select_gl_backend
+
+
+def _make_so101(cfg: SimConfig) -> gymnasium.Env:
+    from sim.so101.env import SO101Env
+
+    return SO101Env(cfg)
+
+
+def _make_robosuite(cfg: SimConfig) -> gymnasium.Env:
+    from sim.adapters.robosuite_env import RobosuiteEnv
+
+    return RobosuiteEnv(cfg)
+
+
+def _make_metaworld(cfg: SimConfig) -> gymnasium.Env:
+    from sim.adapters.metaworld_env import MetaWorldEnv
+
+    return MetaWorldEnv(cfg)
+
+
+BUILDERS: dict[str, Callable[[SimConfig], gymnasium.Env]] = {
+    "so101": _make_so101,
+    "robosuite": _make_robosuite,
+    "metaworld": _make_metaworld,
+}
+
+
+def validate_config(cfg: SimConfig) -> None:
+    """Raise ``SimError`` (one line naming the field) for settings no suite accepts."""
+    if cfg.suite not in BUILDERS:
+        raise SimError(f"unknown sim suite {cfg.suite!r}; expected one of {sorted(BUILDERS)}")
+    if not isinstance(cfg.image_size, int) or cfg.image_size <= 0:
+        raise SimError(f"image_size must be a positive integer, got {cfg.image_size!r}")
+    if cfg.image_size > 2048:
+        raise SimError(f"image_size must be at most 2048, got {cfg.image_size}")
+    if isinstance(cfg.cameras, str):
+        raise SimError(f"cameras must be a tuple of camera names, got the string {cfg.cameras!r}")
+    if len(set(cfg.cameras)) != len(cfg.cameras):
+        raise SimError(f"cameras must not repeat, got {list(cfg.cameras)}")
+    if cfg.reward not in ("sparse", "shaped"):
+        raise SimError(f"reward must be 'sparse' or 'shaped', got {cfg.reward!r}")
+    if cfg.action_mode not in ("absolute", "delta"):
+        raise SimError(f"action_mode must be 'absolute' or 'delta', got {cfg.action_mode!r}")
+    if not cfg.control_hz > 0:
+        raise SimError(f"control_hz must be positive, got {cfg.control_hz!r}")
+    if cfg.max_episode_steps is not None and cfg.max_episode_steps <= 0:
+        raise SimError(f"max_episode_steps must be positive or None, got {cfg.max_episode_steps!r}")
+    if not (cfg.max_delta_deg > 0 and cfg.max_delta_gripper > 0):
+        raise SimError("max_delta_deg and max_delta_gripper must be positive")
+
+
+def make_env(cfg: SimConfig) -> gymnasium.Env:
+    """Build the env ``cfg`` describes; raises ``SimError`` with one clear line for a bad config.
+
+    The headless OpenGL backend is chosen (EGL, then OSMesa) before MuJoCo is first imported.
+    """
+    validate_config(cfg)
+    if cfg.cameras:
+        select_gl_backend(cfg.render_backend)
+    return BUILDERS[cfg.suite](cfg)

@@ -1,0 +1,120 @@
+"""Headless OpenGL backend selection (EGL, then OSMesa) and a reusable offscreen frame renderer.
+
+MuJoCo picks its OpenGL backend from ``MUJOCO_GL`` when ``mujoco`` is first imported, and PyOpenGL
+picks its platform from ``PYOPENGL_PLATFORM`` when ``OpenGL`` is first imported; neither can change
+afterwards. So ``select_gl_backend`` must run before anything imports mujoco: it keeps a backend the user
+set, otherwise probes EGL and then OSMesa in a subprocess (the probe cannot poison this process) and sets
+both variables to the first that renders.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import subprocess
+import sys
+import weakref
+from typing import Any
+
+import numpy as np
+
+from sim.errors import SimError
+
+HEADLESS_BACKENDS: tuple[str, ...] = ("egl", "osmesa")
+_INSTALL_HINT = {
+    "egl": "apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri",
+    "osmesa": "apt-get install libosmesa6",
+}
+_PROBE = (
+    'import mujoco; m = mujoco.MjModel.from_xml_string(\'<mujoco><worldbody><geom size="1"/></worldbody>'
+    "</mujoco>'); r = mujoco.Renderer(m, 8, 8); r.update_scene(mujoco.MjData(m)); r.render(); r.close()"
+)
+
+
+def _probe(backend: str, timeout_s: float = 60.0) -> bool:
+    env = dict(os.environ, MUJOCO_GL=backend, PYOPENGL_PLATFORM=backend)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", _PROBE], env=env, capture_output=True, timeout=timeout_s, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return result.returncode == 0
+
+
+def select_gl_backend(preferred: str = "auto") -> str:
+    """Choose the headless OpenGL backend for MuJoCo and export it; returns its name.
+
+    Args:
+        preferred: "auto" (EGL, then OSMesa), "egl" or "osmesa". A ``MUJOCO_GL`` already set wins.
+
+    Raises:
+        SimError: when no candidate backend can render, with the packages to install.
+    """
+    current = os.environ.get("MUJOCO_GL", "").strip().lower()
+    if current:
+        os.environ.setdefault("PYOPENGL_PLATFORM", current)
+        return current
+    if preferred not in ("auto", *HEADLESS_BACKENDS):
+        raise SimError(f"render_backend must be auto, egl or osmesa, got {preferred!r}")
+    if "mujoco" in sys.modules:
+        raise SimError(
+            "mujoco was imported before a rendering backend was chosen: set MUJOCO_GL=egl (or osmesa) "
+            "in the environment, or build envs before importing mujoco"
+        )
+    candidates = HEADLESS_BACKENDS if preferred == "auto" else (preferred,)
+    for backend in candidates:
+        if _probe(backend):
+            os.environ["MUJOCO_GL"] = backend
+            os.environ["PYOPENGL_PLATFORM"] = backend
+            return backend
+    hints = "; ".join(f"{b}: {_INSTALL_HINT[b]}" for b in candidates)
+    raise SimError(f"no headless OpenGL backend can render (tried {', '.join(candidates)}); install {hints}")
+
+
+_LIVE: weakref.WeakSet[FrameRenderer] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live_renderers() -> None:
+    # OpenGL contexts freed during interpreter teardown raise noisy EGL errors; free them first.
+    for renderer in list(_LIVE):
+        renderer.close()
+
+
+class FrameRenderer:
+    """One offscreen MuJoCo renderer at one square size, reused for every frame and camera.
+
+    Shadows and reflections are off unless asked for: they dominate the cost of software rendering.
+    """
+
+    def __init__(self, model: Any, image_size: int, shadows: bool = False) -> None:
+        import mujoco
+
+        self._mujoco = mujoco
+        try:
+            self._renderer = mujoco.Renderer(model, image_size, image_size)
+        except Exception as error:
+            backend = os.environ.get("MUJOCO_GL", "(unset)")
+            hint = _INSTALL_HINT.get(backend, "set MUJOCO_GL=egl or MUJOCO_GL=osmesa")
+            raise SimError(
+                f"cannot create a MUJOCO_GL={backend} rendering context ({error}); {hint}, "
+                "or set MUJOCO_GL=osmesa"
+            ) from None
+        flags = self._renderer.scene.flags
+        flags[mujoco.mjtRndFlag.mjRND_SHADOW] = int(shadows)
+        flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
+        flags[mujoco.mjtRndFlag.mjRND_SKYBOX] = 0
+        self._closed = False
+        _LIVE.add(self)
+
+    def render(self, data: Any, camera: str | int) -> np.ndarray:
+        """uint8[H, W, 3] frame of ``camera`` for the current ``data`` (row 0 at the top)."""
+        self._renderer.update_scene(data, camera=camera)
+        return self._renderer.render()
+
+    def close(self) -> None:
+        """Free the OpenGL context (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            self._renderer.close()

@@ -1,0 +1,179 @@
+"""The SO-101 twin as a gymnasium env: composition of an ``SO101Sim`` and a ``Task``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from robot.contract import JOINT_KEYS, JOINT_NAMES, STATE_KEY, pixel_key
+from sim.config import SimConfig
+from sim.errors import SimError
+from sim.so101.arm import CAMERAS, SO101Sim, joint_limits
+from sim.so101.kinematics import inverse_kinematics
+from sim.so101.tasks import TASKS, Task
+
+STATE_NAMES: tuple[str, ...] = (
+    *(f"{name}_rad" for name in JOINT_NAMES[:5]),
+    "gripper_open_frac",
+    "tcp_x_m",
+    "tcp_y_m",
+    "tcp_z_m",
+    "cube_x_m",
+    "cube_y_m",
+    "cube_z_m",
+    "goal_x_m",
+    "goal_y_m",
+    "goal_z_m",
+    "cube_minus_tcp_x_m",
+    "cube_minus_tcp_y_m",
+    "cube_minus_tcp_z_m",
+    "goal_minus_ref_x_m",
+    "goal_minus_ref_y_m",
+    "goal_minus_ref_z_m",
+    "cube_sin_4yaw",
+    "cube_cos_4yaw",
+)
+"""Layout of ``obs["state"]``. goal: reach target, lift point, push zone or bin centre; ref: the tool
+centre point for reach, the cube otherwise. Parked (unused) objects keep constant far-away values."""
+
+HOME_TCP_M = np.array([0.16, 0.0, 0.13])
+"""Tool centre point of the home pose episodes start near (gripper 60 deg below horizontal)."""
+_HOME_NOISE_DEG = 6.0
+
+
+class SO101Env(gymnasium.Env):
+    """SO-101 twin task env (see ``sim.config.SimConfig`` for the options).
+
+    Observations: ``state`` (``STATE_NAMES``), ``pixels/<camera>`` for each configured camera and the
+    LeRobot joint keys (``shoulder_pan.pos`` ... in degrees, ``gripper.pos`` in 0..100).
+    Actions: 6 values in ``JOINT_NAMES`` order, absolute LeRobot-unit targets or [-1, 1] deltas.
+    Reward: sparse 1 on success; shaped: 1 on success, else ``progress - 1`` (in [-1, 0)), so ending the
+    episode by succeeding always pays.
+    """
+
+    metadata = {"render_modes": ["rgb_array"]}  # noqa: RUF012 (gymnasium declares it an instance variable)
+
+    def __init__(self, cfg: SimConfig) -> None:
+        if cfg.task not in TASKS:
+            raise SimError(f"unknown so101 task {cfg.task!r}; expected one of {sorted(TASKS)}")
+        for camera in cfg.cameras:
+            if camera not in CAMERAS:
+                raise SimError(f"unknown so101 camera {camera!r}; expected one of {list(CAMERAS)}")
+        self.cfg = cfg
+        self.task: Task = TASKS[cfg.task]()
+        self.task_description: str = self.task.description
+        self.render_mode = "rgb_array"
+        self.sim = SO101Sim(max_image_size=cfg.image_size, shadows=cfg.shadows)
+        self.n_substeps = max(1, round(1.0 / (cfg.control_hz * self.sim.timestep_s)))
+        self.max_episode_steps = cfg.max_episode_steps or self.task.default_max_steps
+        limits = joint_limits()
+        low = np.array([limits[n][0] for n in JOINT_NAMES], dtype=np.float32)
+        high = np.array([limits[n][1] for n in JOINT_NAMES], dtype=np.float32)
+        self._low, self._high = low, high
+        if cfg.action_mode == "absolute":
+            self.action_space = spaces.Box(low, high, dtype=np.float32)
+        else:
+            self.action_space = spaces.Box(-1.0, 1.0, shape=(len(JOINT_NAMES),), dtype=np.float32)
+        self._delta_scale = np.array([*([cfg.max_delta_deg] * 5), cfg.max_delta_gripper], dtype=np.float32)
+        obs_spaces: dict[str, spaces.Space] = {
+            STATE_KEY: spaces.Box(-np.inf, np.inf, shape=(len(STATE_NAMES),), dtype=np.float32)
+        }
+        for camera in cfg.cameras:
+            size = (cfg.image_size, cfg.image_size, 3)
+            obs_spaces[pixel_key(camera)] = spaces.Box(0, 255, shape=size, dtype=np.uint8)
+        for i, key in enumerate(JOINT_KEYS):
+            obs_spaces[key] = spaces.Box(low[i : i + 1], high[i : i + 1], dtype=np.float32)
+        self.observation_space = spaces.Dict(obs_spaces)
+        self._targets = np.zeros(len(JOINT_NAMES), dtype=np.float32)
+        self._steps = 0
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        super().reset(seed=seed)
+        rng = self.np_random
+        self.sim.reset()
+        self.task.reset(self.sim, rng)
+        home = inverse_kinematics(HOME_TCP_M, pitch_deg=60.0)
+        assert home is not None  # a fixed, reachable pose
+        joints = {
+            name: value + rng.uniform(-_HOME_NOISE_DEG, _HOME_NOISE_DEG) for name, value in home.items()
+        }
+        joints["wrist_roll"] = rng.uniform(-_HOME_NOISE_DEG, _HOME_NOISE_DEG)
+        joints["gripper"] = 100.0
+        self.sim.set_joint_positions(joints)
+        self._targets = np.array([self.sim.joint_targets()[n] for n in JOINT_NAMES], dtype=np.float32)
+        self._steps = 0
+        status = self.task.evaluate(self.sim)
+        return self._observation(), {"success": status.success, "progress": status.progress}
+
+    def joint_targets_array(self) -> np.ndarray:
+        """The position targets last commanded, ``JOINT_NAMES`` order, LeRobot units."""
+        return self._targets.copy()
+
+    def _check_action(self, action: Any) -> np.ndarray:
+        array = np.asarray(action, dtype=np.float32)
+        if array.shape != self.action_space.shape:
+            raise SimError(f"action must have shape {self.action_space.shape}, got {array.shape}")
+        if not np.all(np.isfinite(array)):
+            raise SimError(f"action must be finite, got {array.tolist()}")
+        return array
+
+    def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        array = self._check_action(action)
+        if self.cfg.action_mode == "absolute":
+            targets = np.clip(array, self._low, self._high)
+        else:
+            targets = np.clip(
+                self._targets + np.clip(array, -1.0, 1.0) * self._delta_scale, self._low, self._high
+            )
+        self._targets = targets.astype(np.float32)
+        self.sim.set_joint_targets(dict(zip(JOINT_NAMES, targets.tolist())))
+        self.sim.step(self.n_substeps)
+        self._steps += 1
+        status = self.task.evaluate(self.sim)
+        if self.cfg.reward == "sparse":
+            reward = float(status.success)
+        else:
+            reward = 1.0 if status.success else status.progress - 1.0
+        terminated = status.success and self.cfg.terminate_on_success
+        truncated = self._steps >= self.max_episode_steps and not terminated
+        info = {"success": status.success, "progress": status.progress}
+        return self._observation(), reward, terminated, truncated, info
+
+    def _observation(self) -> dict[str, np.ndarray]:
+        sim = self.sim
+        joints = sim.joint_positions()
+        tcp = sim.tcp_position()
+        cube = sim.cube_position()
+        goal = np.asarray(self.task.goal(), dtype=np.float64)
+        yaw4 = 4.0 * sim.cube_yaw_rad()
+        state = np.concatenate(
+            [
+                [math.radians(joints[n]) for n in JOINT_NAMES[:5]],
+                [joints["gripper"] / 100.0],
+                tcp,
+                cube,
+                goal,
+                cube - tcp,
+                goal - self.task.goal_reference(sim),
+                [math.sin(yaw4), math.cos(yaw4)],
+            ]
+        ).astype(np.float32)
+        obs = {STATE_KEY: state}
+        for camera in self.cfg.cameras:
+            obs[pixel_key(camera)] = sim.render(camera, self.cfg.image_size)
+        for name, key in zip(JOINT_NAMES, JOINT_KEYS):
+            obs[key] = np.array([joints[name]], dtype=np.float32)
+        return obs
+
+    def render(self) -> np.ndarray:  # type: ignore[override]
+        """Front camera frame at the configured size."""
+        return self.sim.render("front", self.cfg.image_size)
+
+    def close(self) -> None:
+        self.sim.close()

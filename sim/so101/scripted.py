@@ -1,0 +1,149 @@
+"""Hand-written (privileged, IK-based) expert policies for the SO-101 twin tasks.
+
+They read the simulator state directly, so they serve as demonstrations, as the proof in the tests that
+each task's success is reachable, and as a sanity baseline for learned policies.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from robot.contract import JOINT_NAMES
+from sim.errors import SimError
+from sim.so101 import geometry as g
+from sim.so101.kinematics import inverse_kinematics
+
+_PITCHES_DEG = (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0)
+_OPEN, _CLOSED = 100.0, 0.0
+_MAX_STEP_M = 0.025
+
+
+def solve_ik(xyz: np.ndarray) -> tuple[dict[str, float], float]:
+    """IK with the steepest feasible gripper pitch (pointing down when possible); returns (joints, pitch)."""
+    for pitch in _PITCHES_DEG:
+        joints = inverse_kinematics(xyz, pitch_deg=pitch)
+        if joints is not None:
+            return joints, pitch
+    raise SimError(f"scripted policy: {np.round(xyz, 3).tolist()} is out of the arm's reach")
+
+
+def _grasp_roll_deg(pan_deg: float, cube_yaw_rad: float) -> float:
+    """wrist_roll that turns the finger axis onto a pair of cube faces (nearest of the four options)."""
+    # With the gripper pointing down, the finger axis heading is pan + 90 deg - roll.
+    roll = pan_deg + 90.0 - math.degrees(cube_yaw_rad)
+    return (roll + 45.0) % 90.0 - 45.0
+
+
+class ScriptedPolicy:
+    """A phase machine over waypoints: approach above the cube, descend, close, carry, release."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env.unwrapped
+        self.task = self.env.cfg.task
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the phase (call after ``env.reset``)."""
+        self.phase = 0
+        self.phase_steps = 0
+
+    def _next_phase(self) -> None:
+        self.phase += 1
+        self.phase_steps = 0
+
+    def _targets(self, tcp_goal: np.ndarray, gripper: float, roll_deg: float) -> np.ndarray:
+        # Straight-line moves in small steps: a jump in joint space sweeps the fingers through the cube.
+        tcp = self.env.sim.tcp_position()
+        offset = np.asarray(tcp_goal) - tcp
+        distance = float(np.linalg.norm(offset))
+        if distance > _MAX_STEP_M:
+            tcp_goal = tcp + offset * (_MAX_STEP_M / distance)
+        joints, _ = solve_ik(tcp_goal)
+        joints["wrist_roll"] = roll_deg
+        joints["gripper"] = gripper
+        return np.array([joints[n] for n in JOINT_NAMES], dtype=np.float32)
+
+    def act(self, obs: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        """The next action in the env's action mode (``obs`` is unused: the policy is privileged)."""
+        sim, goal = self.env.sim, np.asarray(self.env.task.goal())
+        tcp, cube = sim.tcp_position(), sim.cube_position()
+        self.phase_steps += 1
+        if self.task == "reach":
+            target = self._targets(goal, _OPEN, 0.0)
+        elif self.task == "push":
+            target = self._push(tcp, cube, goal)
+        else:
+            target = self._pick(tcp, cube, goal, sim)
+        return self._to_action(target)
+
+    def _pick(self, tcp: np.ndarray, cube: np.ndarray, goal: np.ndarray, sim: Any) -> np.ndarray:
+        pan = math.degrees(math.atan2(cube[1], cube[0]))
+        if self.phase == 0:
+            self._roll = _grasp_roll_deg(pan, sim.cube_yaw_rad())
+        above = cube + np.array([0.0, 0.0, 0.06])
+        grasp = cube + np.array([0.0, 0.0, 0.004])
+        carry_z = 0.1
+        if self.phase == 0:  # above the cube, open
+            if np.linalg.norm(tcp - above) < 0.012 or self.phase_steps > 30:
+                self._next_phase()
+            return self._targets(above, _OPEN, self._roll)
+        if self.phase == 1:  # down around it
+            if np.linalg.norm(tcp - grasp) < 0.008 or self.phase_steps > 25:
+                self._next_phase()
+            return self._targets(grasp, _OPEN, self._roll)
+        if self.phase == 2:  # close
+            if self.phase_steps > 8:
+                self._next_phase()
+                self._hold = tcp.copy()
+            return self._targets(grasp, _CLOSED, self._roll)
+        if self.task == "lift" or self.phase == 3:  # lift straight up
+            lifted = np.array([self._hold[0], self._hold[1], carry_z])
+            if self.task == "place" and (tcp[2] > carry_z - 0.015 or self.phase_steps > 25):
+                self._next_phase()
+            return self._targets(lifted, _CLOSED, self._roll)
+        over_bin = np.array([goal[0], goal[1], carry_z])
+        if self.phase == 4:  # carry over the bin
+            if np.linalg.norm(tcp - over_bin) < 0.015 or self.phase_steps > 40:
+                self._next_phase()
+            return self._targets(over_bin, _CLOSED, self._roll)
+        low = np.array([goal[0], goal[1], 0.06])
+        if self.phase == 5:  # lower into it
+            if np.linalg.norm(tcp - low) < 0.012 or self.phase_steps > 20:
+                self._next_phase()
+            return self._targets(low, _CLOSED, self._roll)
+        return self._targets(low, _OPEN, self._roll)  # release
+
+    def _push(self, tcp: np.ndarray, cube: np.ndarray, goal: np.ndarray) -> np.ndarray:
+        direction = np.array([goal[0] - cube[0], goal[1] - cube[1], 0.0])
+        distance = float(np.linalg.norm(direction))
+        direction /= max(distance, 1e-6)
+        behind = cube - direction * (g.CUBE_HALF_M + 0.03)
+        behind_low = np.array([behind[0], behind[1], 0.02])
+        behind_high = behind_low + np.array([0.0, 0.0, 0.06])
+        pan = math.degrees(math.atan2(tcp[1], tcp[0]))
+        # Fingers closed and across the push direction make a flat paddle.
+        roll = (
+            pan + 90.0 - math.degrees(math.atan2(direction[1], direction[0])) + 90.0 + 90.0
+        ) % 180.0 - 90.0
+        if self.phase == 0:
+            if np.linalg.norm(tcp - behind_high) < 0.015 or self.phase_steps > 30:
+                self._next_phase()
+            return self._targets(behind_high, _CLOSED, roll)
+        if self.phase == 1:
+            if np.linalg.norm(tcp - behind_low) < 0.01 or self.phase_steps > 25:
+                self._next_phase()
+            return self._targets(behind_low, _CLOSED, roll)
+        if np.linalg.norm(cube[:2] - tcp[:2]) > 0.07:  # lost contact: go around again
+            self.phase = 0
+        push_to = np.array([goal[0], goal[1], 0.02]) - direction * (g.CUBE_HALF_M + 0.008)
+        return self._targets(push_to, _CLOSED, roll)
+
+    def _to_action(self, target: np.ndarray) -> np.ndarray:
+        env = self.env
+        if env.cfg.action_mode == "absolute":
+            return target
+        delta = (target - env.joint_targets_array()) / env._delta_scale
+        return np.clip(delta, -1.0, 1.0).astype(np.float32)
