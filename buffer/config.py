@@ -1,0 +1,117 @@
+"""Configs for the replay buffer, its storages and its samplers (tyro turns the docstrings into --help)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+@dataclass(frozen=True, kw_only=True)
+class UniformSamplerConfig:
+    """Every committed transition equally likely."""
+
+    kind: Literal["uniform"] = "uniform"
+    """Sampler name (fixed)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PERSamplerConfig:
+    """Proportional prioritised replay (Schaul et al. 2016, arXiv:1511.05952)."""
+
+    kind: Literal["per"] = "per"
+    """Sampler name (fixed)."""
+    alpha: float = 0.6
+    """Priority exponent: P(i) = p_i^alpha / sum_j p_j^alpha, with p_i = |TD_i| + eps."""
+    beta_start: float = 0.4
+    """Importance-sampling exponent at learner step 0, annealed linearly to 1."""
+    beta_anneal_steps: int = 100_000
+    """Learner steps over which beta goes from beta_start to 1."""
+    eps: float = 1e-6
+    """Added to |TD| so no transition gets zero probability."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class VLMMixSamplerConfig:
+    """q_t = lambda_t * p_VLM + (1 - lambda_t) * uniform, lambda_t warmed up linearly."""
+
+    kind: Literal["vlm_mix"] = "vlm_mix"
+    """Sampler name (fixed)."""
+    lambda_start: float = 0.0
+    """Mixture weight of the VLM distribution at learner step 0."""
+    lambda_end: float = 0.5
+    """Mixture weight of the VLM distribution after the warm-up."""
+    warmup_steps: int = 10_000
+    """Learner steps over which lambda goes linearly from lambda_start to lambda_end."""
+    default_score: float = 0.5
+    """Score assumed for transitions no clip score covers yet."""
+    score_exponent: float = 1.0
+    """p_VLM(i) is proportional to (score_i + score_eps) ** score_exponent."""
+    score_eps: float = 1e-3
+    """Added to scores so a score of 0 still leaves some probability."""
+    beta: float = 0.0
+    """Importance-weight exponent, weights (N q_i)^-beta; 0 keeps the VLM bias uncorrected (weights 1)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class VLMTDSamplerConfig:
+    """Prioritised replay on the product (score + score_eps)^score_exponent * (|TD| + eps)^alpha."""
+
+    kind: Literal["vlm_td"] = "vlm_td"
+    """Sampler name (fixed)."""
+    alpha: float = 0.6
+    """TD-error exponent."""
+    beta_start: float = 0.4
+    """Importance-sampling exponent at learner step 0, annealed linearly to 1."""
+    beta_anneal_steps: int = 100_000
+    """Learner steps over which beta goes from beta_start to 1."""
+    eps: float = 1e-6
+    """Added to |TD|."""
+    default_score: float = 0.5
+    """Score assumed for transitions no clip score covers yet."""
+    score_exponent: float = 1.0
+    """Exponent of the score factor."""
+    score_eps: float = 1e-3
+    """Added to scores so a score of 0 still leaves some probability."""
+
+
+SamplerConfig = UniformSamplerConfig | PERSamplerConfig | VLMMixSamplerConfig | VLMTDSamplerConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class BufferConfig:
+    """A replay buffer: where transitions live, how they are sampled, what a batch holds."""
+
+    storage: Literal["memory", "zarr"] = "memory"
+    """`memory`: numpy ring in RAM; `zarr`: zarr v3 store at `path` (local directory or fsspec URL)."""
+    capacity_steps: int = 100_000
+    """Rows kept (one per transition plus one final observation per episode); oldest episodes go first."""
+    sampler: SamplerConfig = field(default_factory=UniformSamplerConfig)
+    """How transitions are drawn."""
+    frame_cache_bytes: int = 256 * 2**20
+    """RAM budget of the zarr frame cache in bytes (decoded frames, least recently used dropped)."""
+    frames_per_shard: int = 256
+    """Frames per zarr shard file (each frame is its own inner chunk so one read is one pread)."""
+    frame_codec: Literal["none", "zstd", "blosc-lz4"] = "none"
+    """Frame compression. Camera noise barely compresses losslessly, so `none` reads fastest."""
+    fsync: bool = False
+    """fsync each commit: survives power loss, not just a killed process (slower)."""
+    n_step: int = 1
+    """Rewards summed per sampled transition (n-step returns)."""
+    gamma: float = 0.99
+    """Discount used for n-step sums and the returned `discount`."""
+    frame_stack: int = 1
+    """Frames stacked along the channel axis for pixel keys (earlier frames clamp at episode start)."""
+    clip_length: int = 8
+    """Frames per clip handed to the scorer."""
+    clip_stride: int = 2
+    """Steps between consecutive frames of a clip; one clip covers clip_length * clip_stride steps."""
+    clip_camera: str = ""
+    """Camera whose frames form clips; empty = the first `pixels/<cam>` key."""
+    priority_scorer: str = ""
+    """Scorer id whose clip scores drive VLM priorities; empty = every scorer's scores do."""
+    aux_reward_scorer: str = ""
+    """Scorer id whose auxiliary reward is added to sampled rewards; empty = none."""
+    aux_reward_weight: float = 1.0
+    """Multiplier of the auxiliary reward added to sampled rewards."""
+    seed: int = 0
+    """Seed of the sampling random generator."""

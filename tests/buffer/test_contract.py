@@ -1,0 +1,138 @@
+"""Contract tests of ReplayBuffer over every storage x sampler combination."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from buffer_helpers import fill_episode, step_obs
+
+from buffer import (
+    BufferError,
+    PERSamplerConfig,
+    UniformSamplerConfig,
+    VLMMixSamplerConfig,
+    VLMTDSamplerConfig,
+)
+
+STORAGES = ["memory"]
+SAMPLERS = {
+    "uniform": UniformSamplerConfig(),
+    "per": PERSamplerConfig(),
+    "vlm_mix": VLMMixSamplerConfig(lambda_start=0.5),
+    "vlm_td": VLMTDSamplerConfig(),
+}
+COMBOS = [(s, k) for s in STORAGES for k in SAMPLERS]
+
+
+@pytest.fixture(params=COMBOS, ids=[f"{s}-{k}" for s, k in COMBOS])
+def buf(request, make):
+    storage, sampler = request.param
+    return make(storage, SAMPLERS[sampler], capacity_steps=120, n_step=1)
+
+
+def check_batch_consistent(batch) -> None:
+    """Every field of every row must come from the same stored transition."""
+    ep, t = batch.obs["state"][:, 0].astype(int), batch.obs["state"][:, 1].astype(int)
+    for i in range(len(ep)):
+        np.testing.assert_array_equal(batch.obs["state"][i], step_obs(ep[i], t[i])["state"])
+        np.testing.assert_array_equal(batch.obs["pixels/front"][i], step_obs(ep[i], t[i])["pixels/front"])
+        np.testing.assert_array_equal(
+            batch.next_obs["pixels/front"][i], step_obs(ep[i], t[i] + 1)["pixels/front"]
+        )
+        np.testing.assert_array_equal(batch.action[i], [ep[i], t[i]])
+    np.testing.assert_array_equal(batch.reward, t.astype(np.float32))
+
+
+def test_sample_is_consistent_and_typed(buf):
+    for e in range(5):
+        fill_episode(buf, e, 9)
+    assert buf.num_episodes == 5 and buf.num_transitions == 45
+    batch = buf.sample(64)
+    check_batch_consistent(batch)
+    assert batch.obs["pixels/front"].dtype == np.uint8 and batch.obs["state"].dtype == np.float32
+    assert batch.action.dtype == np.float32 and batch.weights.dtype == np.float32
+    assert batch.indices.dtype == np.int64 and batch.weights.max() == pytest.approx(1.0)
+    last = batch.obs["state"][:, 1] == 8
+    np.testing.assert_array_equal(batch.terminated, last.astype(np.float32))
+    np.testing.assert_allclose(batch.discount, np.where(last, 0.0, 0.99), rtol=1e-6)
+
+
+def test_eviction_keeps_whole_recent_episodes(buf):
+    for e in range(20):  # 20 episodes x 10 rows into 120 rows: the first 8 go
+        fill_episode(buf, e, 9)
+    assert buf.num_episodes == 12
+    episodes = set(buf.sample(512).obs["state"][:, 0].astype(int))
+    assert episodes <= set(range(8, 20)) and len(episodes) > 6
+    check_batch_consistent(buf.sample(128))
+
+
+def test_keys_restrict_reads_and_unknown_key_fails(buf):
+    fill_episode(buf, 0, 5)
+    batch = buf.sample(8, keys=("state",))
+    assert set(batch.obs) == {"state"} and set(batch.next_obs) == {"state"}
+    with pytest.raises(BufferError, match="pixels/side"):
+        buf.sample(8, keys=("pixels/side",))
+
+
+def test_sampling_an_empty_buffer_fails_clearly(buf):
+    with pytest.raises(BufferError, match="no committed transitions"):
+        buf.sample(4)
+
+
+def test_episode_in_flight_is_invisible(buf):
+    fill_episode(buf, 0, 4)
+    fill_episode(buf, 1, 6, terminate=False)  # truncated: committed
+    for t in range(3):  # in flight
+        buf.add_step(
+            step_obs(2, t), np.zeros(2), 0.0, False, False, {"success": 0, "progress": 0}, step_obs(2, t + 1)
+        )
+    assert buf.num_episodes == 2
+    assert set(buf.sample(256).obs["state"][:, 0].astype(int)) == {0, 1}
+
+
+def test_truncation_bootstraps_termination_does_not(buf):
+    fill_episode(buf, 0, 3, terminate=False)
+    fill_episode(buf, 1, 3, terminate=True)
+    batch = buf.sample(256)
+    last = batch.obs["state"][:, 1] == 2
+    truncated_last = last & (batch.obs["state"][:, 0] == 0)
+    assert truncated_last.any()
+    assert np.all(batch.discount[truncated_last] > 0) and np.all(batch.terminated[truncated_last] == 0)
+
+
+def test_clips_scores_and_aux_reward(buf):
+    fill_episode(buf, 0, 20)
+    clips = buf.new_clips()
+    assert [(c.start, c.length) for c in clips] == [(0, 8), (16, 3)]
+    assert buf.new_clips() == []
+    frames, info = buf.read_clip(clips[0])
+    assert frames.shape == (8, 6, 5, 3)
+    for i in range(8):
+        np.testing.assert_array_equal(frames[i], step_obs(0, 2 * i)["pixels/front"])
+    np.testing.assert_allclose(info["progress"][1:], [(2 * i - 1) / 20 for i in range(1, 8)], rtol=1e-6)
+    buf.set_scores([c.clip_id for c in clips], [0.25, 1.0], "oracle")
+    np.testing.assert_array_equal(buf.storage.read("scores/oracle", np.arange(20)), [0.25] * 16 + [1.0] * 4)
+    buf.set_aux_reward(np.arange(20), np.full(20, 0.5), "oracle")
+    with pytest.raises(BufferError, match=r"\[0, 1\]"):
+        buf.set_scores([clips[0].clip_id], [1.5], "oracle")
+
+
+def test_update_priorities_accepts_sampled_indices(buf):
+    for e in range(3):
+        fill_episode(buf, e, 7)
+    batch = buf.sample(32)
+    buf.update_priorities(batch.indices, np.linspace(0, 3, 32))
+    buf.set_learner_step(500)
+    check_batch_consistent(buf.sample(32))
+
+
+def test_state_dict_resumes_sampling_exactly(buf, make):
+    for e in range(4):
+        fill_episode(buf, e, 6)
+    buf.update_priorities(buf.sample(16).indices, np.arange(16.0))
+    state = buf.state_dict()
+    a = buf.sample(32)
+    buf.load_state_dict(state)
+    b = buf.sample(32)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_array_equal(a.weights, b.weights)
