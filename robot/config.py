@@ -68,6 +68,8 @@ class SafetyConfig:
 class WatchdogConfig:
     """When the control loop is stopped for stale observations or an overrunning loop."""
 
+    enabled: bool = True
+    """Run the watchdog; turn it off only for debugging or tests of other parts."""
     stale_after_periods: float = 1.5
     """Trip when no fresh observation or loop tick arrived for this many control periods."""
     poll_periods: float = 0.25
@@ -100,3 +102,31 @@ class LeRobotEnvConfig:
     """Limits every command passes through."""
     watchdog: WatchdogConfig = field(default_factory=WatchdogConfig)
     """Stale-observation / overrun watchdog."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArmConfig:
+    """Which LeRobot robot to drive, built from LeRobot's own config classes (``--robot.type ...``)."""
+
+    type: str = "sim_so101"
+    """LeRobot robot type: sim_so101 (the MuJoCo twin), so101_follower, so100_follower, koch_follower."""
+    port: str | None = None
+    """Serial port of a real arm's motor bus, e.g. /dev/ttyACM0 (required for real arms)."""
+    id: str | None = None
+    """LeRobot robot id; selects the calibration file (~/.cache/huggingface/lerobot/calibration/...)."""
+    cameras: tuple[str, ...] = ("front",)
+    """Camera names; they become ``pixels/<name>`` observation keys."""
+    camera_sources: tuple[str, ...] = ()
+    """Real arms: one OpenCV source per camera (device index such as 0, or a path such as /dev/video4)."""
+    camera_width: int = 640
+    """Real arms: requested camera frame width in pixels."""
+    camera_height: int = 480
+    """Real arms: requested camera frame height in pixels."""
+    camera_fps: int = 30
+    """Real arms: requested camera frame rate."""
+    max_relative_target: float | None = None
+    """LeRobot's own per-command cap on the change from the present position (None: ours only)."""
+    disable_torque_on_disconnect: bool = True
+    """Real arms: let the motors go limp when disconnecting."""
+    calibration_dir: str | None = None
+    """Directory of LeRobot calibration files (None: LeRobot's default under ~/.cache/huggingface)."""

@@ -50,6 +50,7 @@ class Watchdog:
                 " must be at most 2 so a stall stops the loop within two control periods"
             )
         self.period_s = period_s
+        self.enabled = cfg.enabled
         self.stale_after_s = cfg.stale_after_periods * period_s
         self.poll_s = cfg.poll_periods * period_s
         self._on_trip = on_trip
@@ -66,8 +67,8 @@ class Watchdog:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        """Start the background thread (idempotent); the watchdog checks only while armed."""
-        if self._thread is None:
+        """Start the background thread (idempotent; nothing when disabled); it checks only while armed."""
+        if self._thread is None and self.enabled:
             self._thread = threading.Thread(target=self._run, name="robot-watchdog", daemon=True)
             self._thread.start()
 
@@ -97,7 +98,7 @@ class Watchdog:
         """Trip if a report is stale at time ``now``; returns the trip reason (None: healthy)."""
         t = self._clock() if now is None else now
         with self._lock:
-            if self.tripped is not None or not self._armed:
+            if self.tripped is not None or not self._armed or not self.enabled:
                 return self.tripped
             obs_age, tick_age = t - self._last_observation, t - self._last_tick
             if obs_age > self.stale_after_s:

@@ -1,0 +1,320 @@
+"""`LeRobotEnv`: any LeRobot ``Robot`` (SO-100/SO-101/Koch followers, or the MuJoCo twin) as a contract Env.
+
+One step: refuse a bad action, pass the action through the `SafetyLayer`, ``robot.send_action``, sleep to
+the control deadline (`RateKeeper`; late steps are counted), ``robot.get_observation``. A `Watchdog`
+thread stops the arm when observations go stale or the loop overruns; an `EmergencyStop` (programmatic,
+plus a key where a display exists) does the same on demand. A stop sets a latch that makes every later
+``step`` raise `RobotError`; the stop action (``stop_mode``) holds the last measured position or turns
+torque off. ``close`` (also on exceptions and SIGINT via ``with env:``, see `robot.signals`) holds
+and disconnects.
+
+The robot is used through LeRobot's ``Robot`` API only (duck-typed), so this module never imports lerobot.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from robot.config import LeRobotEnvConfig
+from robot.errors import ActionError, RobotError
+from robot.estop import EmergencyStop
+from robot.rate import RateKeeper
+from robot.safety import ForwardKinematics, SafetyLayer
+from robot.watchdog import Watchdog
+
+logger = logging.getLogger("robot.lerobot_env")
+
+STATE_BOUND = 360.0
+"""Bound of the joint-position observation boxes (LeRobot degrees; the gripper's 0..100 fits inside)."""
+
+
+class LeRobotEnv(gym.Env):
+    """A LeRobot robot and its cameras behind the Env contract (``robot/contract.py``).
+
+    Observations: ``state`` (float32 joint positions in action-key order), each joint key (float32[1]),
+    ``pixels/<camera>`` (uint8[H, W, 3], resized to ``image_size``). Actions: absolute joint targets in
+    the robot's units, bounded by the safety joint limits. ``info``: ``success``/``progress`` (from
+    `mark_outcome`, since a real robot has no privileged task state), ``safety`` (clip reasons),
+    ``overruns``. The reward is sparse: 1.0 on the step an episode is marked successful.
+
+    Args:
+        robot: a LeRobot ``Robot`` (built, connected or not).
+        cfg: rate, episode length, image size, reset pose, stop mode, safety and watchdog limits.
+        forward_kinematics: end-effector FK for the workspace check (None: joint limits only).
+        clip_log: JSON-lines file every clipped command is appended to.
+        clock: monotonic clock; sleep: sleep function (tests may pass simulated ones).
+
+    Raises:
+        RobotError: a robot whose features do not fit (no float action keys, odd camera shapes).
+    """
+
+    metadata = {"render_modes": []}  # noqa: RUF012 - gymnasium reads this class attribute
+
+    def __init__(
+        self,
+        robot: Any,
+        cfg: LeRobotEnvConfig,
+        forward_kinematics: ForwardKinematics | None = None,
+        clip_log: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.robot = robot
+        self.cfg = cfg
+        self.task_description = cfg.task_description
+        self.action_keys = tuple(k for k, v in robot.action_features.items() if v is float)
+        if not self.action_keys:
+            raise RobotError(f"robot {robot} has no float action features: {robot.action_features}")
+        self.cameras: dict[str, tuple[int, int]] = {}
+        for key, feature in robot.observation_features.items():
+            if isinstance(feature, tuple):
+                if len(feature) != 3 or feature[2] != 3:
+                    raise RobotError(f"robot camera {key!r} has shape {feature}; expected (H, W, 3)")
+                size = (cfg.image_size, cfg.image_size) if cfg.image_size else (feature[0], feature[1])
+                self.cameras[key] = size
+        missing = [k for k in self.action_keys if k not in robot.observation_features]
+        if missing:
+            raise RobotError(f"robot {robot} does not observe its action keys {missing}")
+        self.safety = SafetyLayer(cfg.safety, self.action_keys, forward_kinematics, clip_log)
+        self.rate = RateKeeper(cfg.control_hz, clock=clock, sleep=sleep)
+        self.watchdog = Watchdog(cfg.watchdog, self.rate.period_s, self._stop, clock=clock)
+        self.estop = EmergencyStop(on_stop=self._stop)
+        if cfg.keyboard_estop:
+            self.estop.listen_keyboard(cfg.estop_key)
+        self.action_space = spaces.Box(
+            low=np.array([cfg.safety.joint_limits[k][0] for k in self.action_keys], dtype=np.float32),
+            high=np.array([cfg.safety.joint_limits[k][1] for k in self.action_keys], dtype=np.float32),
+            dtype=np.float32,
+        )
+        joint_box = spaces.Box(-STATE_BOUND, STATE_BOUND, shape=(1,), dtype=np.float32)
+        obs_spaces: dict[str, spaces.Space] = {
+            "state": spaces.Box(-STATE_BOUND, STATE_BOUND, shape=(len(self.action_keys),), dtype=np.float32)
+        }
+        obs_spaces |= {k: joint_box for k in self.action_keys}
+        obs_spaces |= {
+            f"pixels/{cam}": spaces.Box(0, 255, shape=(h, w, 3), dtype=np.uint8)
+            for cam, (h, w) in self.cameras.items()
+        }
+        self.observation_space = spaces.Dict(obs_spaces)
+        self._lock = threading.RLock()
+        self._stopped: str | None = None
+        self._measured: dict[str, float] | None = None
+        self._outcome: bool | None = None
+        self._steps = 0
+        self._closed = False
+
+    # -- the Env contract -----------------------------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Connect if needed, reset a simulated scene (``robot.reset_scene(seed)``, the twin only), then
+        drive to the home pose at the safety layer's pace and hold it for ``reset_settle_steps``."""
+        super().reset(seed=seed)
+        self._raise_if_stopped()
+        self.watchdog.disarm()
+        with self._lock:
+            if not self.robot.is_connected:
+                self.robot.connect()
+            reset_scene = getattr(self.robot, "reset_scene", None)
+            if callable(reset_scene):
+                reset_scene(seed)
+            raw = self.robot.get_observation()
+        obs = self._convert(raw)
+        self.safety.reset(self._measured or {})
+        home = {k: v for k, v in self.cfg.home.items() if k in self.action_keys}
+        if home:
+            target = dict(self.safety.last_command or {}) | home
+            limit = 10 * int(self.cfg.control_hz) + 1
+            for _ in range(limit):
+                if self._commanded(target):
+                    break
+                obs = self._act(self.safety.filter(target).command)
+            else:
+                raise RobotError(
+                    f"reset: the safety layer did not let the arm reach the home pose {home} in {limit} "
+                    "steps (home outside the joint limits or the workspace?)"
+                )
+            for _ in range(self.cfg.reset_settle_steps):
+                obs = self._act(self.safety.filter(target).command)
+        self._steps = 0
+        self._outcome = None
+        self.rate.restart()
+        self.watchdog.start()
+        self.watchdog.arm()
+        return obs, {"success": False, "progress": 0.0}
+
+    def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        """Send one safe command, wait for the control deadline, observe.
+
+        Raises:
+            ActionError: wrong shape, NaN or inf (nothing new is sent; the arm holds its last command).
+            RobotError: the robot was stopped (watchdog, emergency stop, an earlier error) or not reset.
+        """
+        self._raise_if_stopped()
+        if self._measured is None:
+            raise RobotError("LeRobotEnv.step called before reset")
+        arr = np.asarray(action, dtype=np.float64)
+        if arr.shape != (len(self.action_keys),):
+            raise ActionError(
+                f"action has shape {arr.shape}; expected ({len(self.action_keys)},) {self.action_keys}"
+            )
+        if not np.all(np.isfinite(arr)):
+            self.safety.filter(arr)  # logs the rejection; the command stays the last safe one
+            raise ActionError(f"action has NaN or inf: {arr.tolist()}; holding the last safe command")
+        safe = self.safety.filter(arr)
+        obs = self._act(safe.command)
+        self._steps += 1
+        success = bool(self._outcome)
+        terminated = self._outcome is not None
+        truncated = not terminated and self._steps >= self.cfg.max_episode_steps
+        if terminated or truncated:
+            self.watchdog.disarm()
+        info = {
+            "success": success,
+            "progress": 1.0 if success else 0.0,
+            "safety": safe.clipped,
+            "sent_action": np.array([safe.command[k] for k in self.action_keys], dtype=np.float32),
+            "overruns": self.rate.overruns,
+        }
+        return obs, 1.0 if success else 0.0, terminated, truncated, info
+
+    def close(self) -> None:
+        """Stop the watchdog and key listener, hold (or torque off), disconnect. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        self.watchdog.disarm()
+        self.watchdog.close()
+        self.estop.close()
+        try:
+            with self._lock:
+                if self.robot.is_connected:
+                    if self.cfg.stop_mode == "hold" and self._measured is not None and self._stopped is None:
+                        self._send_hold()
+                    self.robot.disconnect()
+        finally:
+            self.safety.close()
+
+    # -- operator signals ------------------------------------------------------------------------------
+
+    def mark_outcome(self, success: bool) -> None:
+        """End the current episode at the next step, as a success or a failure (human keys call this)."""
+        self._outcome = bool(success)
+
+    def emergency_stop(self, reason: str = "emergency stop") -> None:
+        """Stop the robot now (thread-safe); every later step raises `RobotError`."""
+        self.estop.trigger(reason)
+
+    @property
+    def stopped(self) -> str | None:
+        """Why the robot was stopped, None while it runs."""
+        return self._stopped
+
+    @property
+    def measured(self) -> dict[str, float] | None:
+        """The last measured joint positions by action key."""
+        return None if self._measured is None else dict(self._measured)
+
+    def metrics(self) -> dict[str, Any]:
+        """Loop timing and safety counters, for run reports."""
+        return self.rate.metrics() | {
+            "safety_steps": self.safety.steps,
+            "safety_clips": dict(self.safety.clip_counts),
+            "stopped": self._stopped,
+        }
+
+    # -- internals -------------------------------------------------------------------------------------
+
+    def _act(self, command: Mapping[str, float]) -> dict[str, np.ndarray]:
+        try:
+            with self._lock:
+                self._raise_if_stopped()
+                self.robot.send_action(dict(command))
+            self.watchdog.ticked()
+            self.rate.wait()
+            with self._lock:
+                self._raise_if_stopped()
+                raw = self.robot.get_observation()
+                self._raise_if_stopped()  # a stop during a slow read discards what it returned
+            self.watchdog.observed()
+            return self._convert(raw)
+        except RobotError:
+            raise
+        except Exception as exc:
+            self._stop(f"{type(exc).__name__}: {exc}")
+            raise
+
+    def _commanded(self, target: Mapping[str, float]) -> bool:
+        last = self.safety.last_command or {}
+        return all(abs(last[k] - v) < 1e-6 for k, v in target.items())
+
+    def _convert(self, raw: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        try:
+            joints = {k: float(raw[k]) for k in self.action_keys}
+        except KeyError as missing:
+            raise RobotError(f"robot observation lacks {missing}; got {sorted(raw)}") from None
+        if not all(np.isfinite(v) for v in joints.values()):
+            self._stop(f"robot reported non-finite joint positions {joints}")
+            raise RobotError(f"robot reported non-finite joint positions {joints}")
+        self._measured = joints
+        obs: dict[str, np.ndarray] = {
+            "state": np.array([joints[k] for k in self.action_keys], dtype=np.float32),
+        }
+        obs |= {k: np.array([v], dtype=np.float32) for k, v in joints.items()}
+        for cam, (h, w) in self.cameras.items():
+            obs[f"pixels/{cam}"] = _to_frame(raw.get(cam), cam, h, w)
+        return obs
+
+    def _raise_if_stopped(self) -> None:
+        if self._stopped is not None:
+            raise RobotError(f"robot stopped: {self._stopped}")
+
+    def _stop(self, reason: str) -> None:
+        # Called from the watchdog thread, the e-stop, or the loop on an error. Latch first: no further
+        # command goes out. Then the stop action, if the bus is free within one period (a thread stuck
+        # in a serial read keeps the lock; position control then holds the last goal anyway).
+        if self._stopped is not None:
+            return
+        self._stopped = reason
+        logger.error("stopping the robot: %s", reason)
+        if not self._lock.acquire(timeout=self.rate.period_s):
+            return
+        try:
+            if not self.robot.is_connected:
+                return
+            if self.cfg.stop_mode == "torque_off":
+                self.robot.disconnect()
+            elif self._measured is not None:
+                self._send_hold()
+        except Exception as exc:  # the stop itself must never raise into the watchdog thread
+            logger.error("stop action failed: %s", exc)
+        finally:
+            self._lock.release()
+
+    def _send_hold(self) -> None:
+        assert self._measured is not None
+        self.robot.send_action(dict(self._measured))
+
+
+def _to_frame(image: Any, cam: str, h: int, w: int) -> np.ndarray:
+    if image is None:
+        raise RobotError(f"robot observation lacks camera {cam!r}")
+    frame = np.asarray(image)
+    if frame.ndim != 3 or frame.shape[2] != 3:
+        raise RobotError(f"camera {cam!r} gave a frame of shape {frame.shape}; expected (H, W, 3)")
+    if frame.dtype != np.uint8:
+        frame = np.clip(frame, 0, 255).astype(np.uint8)
+    if frame.shape[:2] != (h, w):
+        import cv2
+
+        frame = cv2.resize(frame, (w, h), interpolation=cv2.INTER_AREA)
+    return np.ascontiguousarray(frame)
