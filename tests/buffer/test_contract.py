@@ -14,7 +14,7 @@ from buffer import (
     VLMTDSamplerConfig,
 )
 
-STORAGES = ["memory"]
+STORAGES = ["memory", "zarr"]
 SAMPLERS = {
     "uniform": UniformSamplerConfig(),
     "per": PERSamplerConfig(),

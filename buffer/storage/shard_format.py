@@ -1,0 +1,102 @@
+"""The zarr v3 `sharding_indexed` byte layout, for a frame array whose inner chunk is one frame.
+
+A shard file is the encoded inner chunks back to back, then the index: `chunks_per_shard` pairs of
+little-endian uint64 (offset, nbytes), (2^64-1, 2^64-1) for an absent chunk, followed by the crc32c of
+those bytes (zarr's default `index_codecs` [bytes(little), crc32c], index_location "end"). Inner chunks
+use the codecs [bytes, <compressor>?, crc32c], so every frame carries its own checksum. Any zarr v3
+client reads these shards; this module only lets the buffer write and pread them without
+zarr-python's per-chunk overhead (ARCHITECTURE, zarr 3 facts).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import google_crc32c
+import numcodecs
+import numpy as np
+
+ABSENT = np.uint64(2**64 - 1)
+FrameCodec = Literal["none", "zstd", "blosc-lz4"]
+
+
+def zarr_compressors(codec: FrameCodec) -> list[Any]:
+    """The zarr codec objects (bytes -> bytes) matching `codec`, crc32c last."""
+    from zarr.codecs import BloscCodec, Crc32cCodec, ZstdCodec
+
+    chain: list[Any] = []
+    if codec == "zstd":
+        chain.append(ZstdCodec(level=3))
+    elif codec == "blosc-lz4":
+        chain.append(BloscCodec(cname="lz4", clevel=5, shuffle="noshuffle", typesize=1))
+    chain.append(Crc32cCodec())
+    return chain
+
+
+class ChunkCodec:
+    """Encodes/decodes one inner chunk (a frame) exactly as the zarr codec chain above does."""
+
+    def __init__(self, codec: FrameCodec, frame_shape: tuple[int, ...]):
+        self.frame_shape = frame_shape
+        self.frame_bytes = int(np.prod(frame_shape))
+        self._compressor: Any = None
+        if codec == "zstd":
+            self._compressor = numcodecs.Zstd(level=3)
+        elif codec == "blosc-lz4":
+            self._compressor = numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.NOSHUFFLE)
+
+    def encode(self, frame: np.ndarray) -> bytes:
+        """Chunk bytes of one uint8 frame."""
+        data = np.ascontiguousarray(frame).tobytes()
+        if self._compressor is not None:
+            data = bytes(self._compressor.encode(data))
+        return data + np.uint32(google_crc32c.value(data)).tobytes()
+
+    def decode(self, chunk: bytes) -> np.ndarray:
+        """The frame in `chunk`; ValueError when the checksum or size is wrong."""
+        body, stored = chunk[:-4], chunk[-4:]
+        if len(chunk) < 4 or np.uint32(google_crc32c.value(body)).tobytes() != stored:
+            raise ValueError("frame checksum mismatch")
+        if self._compressor is not None:
+            body = self._compressor.decode(body)
+        frame = np.frombuffer(body, np.uint8)
+        if frame.size != self.frame_bytes:
+            raise ValueError(f"frame has {frame.size} bytes, expected {self.frame_bytes}")
+        return frame.reshape(self.frame_shape)
+
+
+def index_nbytes(chunks_per_shard: int) -> int:
+    """Size of the index (with its checksum) at the end of a shard."""
+    return 16 * chunks_per_shard + 4
+
+
+def encode_index(index: np.ndarray) -> bytes:
+    """Index bytes of an (n, 2) uint64 offsets/lengths table, crc32c appended."""
+    raw = np.ascontiguousarray(index, "<u8").tobytes()
+    return raw + np.uint32(google_crc32c.value(raw)).tobytes()
+
+
+def decode_index(tail: bytes, chunks_per_shard: int) -> np.ndarray:
+    """The (n, 2) uint64 index from a shard's last bytes; ValueError when its checksum is wrong."""
+    if len(tail) != index_nbytes(chunks_per_shard):
+        raise ValueError(f"shard index has {len(tail)} bytes, expected {index_nbytes(chunks_per_shard)}")
+    raw, stored = tail[:-4], tail[-4:]
+    if np.uint32(google_crc32c.value(raw)).tobytes() != stored:
+        raise ValueError("shard index checksum mismatch")
+    return np.frombuffer(raw, "<u8").reshape(chunks_per_shard, 2).astype(np.uint64)
+
+
+def assemble_shard(chunks: list[bytes | None]) -> bytes:
+    """A whole shard file from its inner chunks (None = absent)."""
+    index = np.full((len(chunks), 2), ABSENT, np.uint64)
+    offset = 0
+    for j, chunk in enumerate(chunks):
+        if chunk is not None:
+            index[j] = (offset, len(chunk))
+            offset += len(chunk)
+    return b"".join(c for c in chunks if c is not None) + encode_index(index)
+
+
+def shard_key(array_path: str, shard: int, ndim: int) -> str:
+    """Store key of shard `shard` along axis 0 (default v3 chunk keys, "/" separator)."""
+    return "/".join([array_path, "c", str(shard), *("0" * (ndim - 1))])

@@ -1,0 +1,311 @@
+"""ZarrStorage: episodes in a zarr v3 group (local directory or fsspec URL), crash-safe commits.
+
+Layout (any zarr v3 client reads it): one array per per-row name on a ring of `capacity` rows
+(`state`, `action`, `reward`, `terminated`, `truncated`, `info/<key>`, `pixels/<cam>`), mutable columns
+`scores/<scorer_id>` and `aux_reward/<scorer_id>`, and `episode_ends` (ring of global end rows: episode e
+at slot e % len). Group attrs: `vlmrl_buffer` (schema version, capacity, specs, env spec) and `commit`
+(the commit record: live episodes and the episode in flight).
+
+Commit protocol: `reserve` writes the record with the evicted episodes dropped and the new rows marked
+in flight (before those rows are overwritten); `write` fills the rows (chunk and shard files are each
+replaced atomically, so rows of other episodes sharing a file are never damaged); `commit` writes the
+episode's end and then the record (one atomic file replace). After a kill at any point, reopening
+finds the last record: committed episodes intact, the episode in flight discarded with a warning.
+
+Small arrays (state, action, reward, flags, info, scores) are held in RAM and mirrored to zarr on each
+write; frames are read with `FrameFile` (pread of one inner chunk) through a byte-bounded cache.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import zarr
+
+from buffer.episode import EpisodeTable
+from buffer.errors import BufferError
+from buffer.spec import SCHEMA_VERSION, ArraySpec
+from buffer.storage.frame_cache import FrameCache
+from buffer.storage.frame_file import FrameFile
+from buffer.storage.protocol import check_column_name, column_fill
+from buffer.storage.ring import RingIndex
+from buffer.storage.shard_format import FrameCodec, zarr_compressors
+
+_SMALL_CHUNK_ROWS = 4096
+
+
+def _local_root(path: str) -> Path | None:
+    if path.startswith("file://"):
+        return Path(path[len("file://") :])
+    return None if "://" in path else Path(path)
+
+
+def _spec_json(specs: Mapping[str, ArraySpec]) -> dict[str, list]:
+    return {n: [list(s.shape), s.dtype.str] for n, s in specs.items()}
+
+
+class ZarrStorage:
+    """Rows in a zarr v3 group; see the module docstring for layout and commit protocol."""
+
+    def __init__(
+        self,
+        group: zarr.Group,
+        root: Path | None,
+        specs: Mapping[str, ArraySpec],
+        capacity: int,
+        frames_per_shard: int,
+        frame_codec: FrameCodec,
+        frame_cache_bytes: int,
+        fsync: bool,
+    ):
+        self.group, self.root = group, root
+        self.specs = dict(specs)
+        self.capacity = capacity
+        self.fsync = fsync
+        self.location = str(root) if root is not None else str(group.store)
+        self._ring = RingIndex(capacity)
+        self._slots = capacity // 2 + 1
+        self._small: dict[str, np.ndarray] = {}
+        self._frames: dict[str, FrameFile] = {}
+        frame_specs = [s for s in self.specs.values() if s.is_frame]
+        for spec in self.specs.values():
+            if spec.is_frame and root is not None:
+                cache = FrameCache(frame_cache_bytes // max(1, len(frame_specs)))
+                self._frames[spec.name] = FrameFile(
+                    root, spec.name, spec.shape, frames_per_shard, frame_codec, cache, fsync
+                )
+            elif not spec.is_frame:
+                self._small[spec.name] = self._load(spec.name)
+        self._columns = {name: self._load(name) for name in self._column_names()}
+        self._load_commit()
+
+    # ---- opening -------------------------------------------------------------------------------
+
+    @classmethod
+    def open_or_create(
+        cls,
+        path: str,
+        specs: Mapping[str, ArraySpec],
+        *,
+        capacity: int,
+        attrs: Mapping[str, Any] | None = None,
+        frames_per_shard: int = 256,
+        frame_codec: FrameCodec = "none",
+        frame_cache_bytes: int = 256 * 2**20,
+        fsync: bool = False,
+    ) -> ZarrStorage:
+        """Reopen the buffer store at `path` (capacity and layout from the store) or create it.
+
+        Raises:
+            BufferError: the path holds something else, a store of a newer schema, or other arrays.
+        """
+        path = str(path)
+        root = _local_root(path)
+        try:
+            group = zarr.open_group(path, mode="a", zarr_format=3)
+        except Exception as exc:
+            raise BufferError(
+                f"{path}: cannot open as a zarr v3 group ({type(exc).__name__}: {exc})"
+            ) from None
+        meta: Any = group.attrs.get("vlmrl_buffer")
+        if meta is None:
+            if len(list(group.keys())):
+                raise BufferError(f"{path}: a zarr group that is not a vlmrl buffer store")
+            cls._create(group, specs, capacity, attrs or {}, frames_per_shard, frame_codec)
+            meta = group.attrs["vlmrl_buffer"]
+        if meta["schema_version"] > SCHEMA_VERSION:
+            raise BufferError(
+                f"{path}: written by buffer schema {meta['schema_version']}; this code reads <= {SCHEMA_VERSION}"
+            )
+        stored = {n: (tuple(shape), np.dtype(dt)) for n, (shape, dt) in meta["specs"].items()}
+        wanted = {n: (s.shape, s.dtype) for n, s in specs.items()}
+        if stored != wanted:
+            diff = sorted(set(stored.items()) ^ set(wanted.items()))
+            raise BufferError(f"{path}: the store holds other arrays than this env declares: {diff}")
+        specs = {n: ArraySpec(n, shape, dt) for n, (shape, dt) in stored.items()}
+        return cls(
+            group,
+            root,
+            specs,
+            int(meta["capacity"]),
+            int(meta["frames_per_shard"]),
+            meta["frame_codec"],
+            frame_cache_bytes,
+            fsync,
+        )
+
+    @staticmethod
+    def _create(group, specs, capacity, attrs, frames_per_shard, frame_codec) -> None:
+        for spec in specs.values():
+            if spec.is_frame:
+                shard = min(frames_per_shard, capacity)
+                group.create_array(
+                    spec.name,
+                    shape=(capacity, *spec.shape),
+                    chunks=(1, *spec.shape),
+                    shards=(shard, *spec.shape),
+                    dtype=spec.dtype,
+                    compressors=zarr_compressors(frame_codec),
+                    fill_value=0,
+                )
+            else:
+                rows = min(_SMALL_CHUNK_ROWS, capacity)
+                group.create_array(
+                    spec.name,
+                    shape=(capacity, *spec.shape),
+                    chunks=(rows, *spec.shape),
+                    dtype=spec.dtype,
+                    fill_value=0,
+                )
+        group.create_array(
+            "episode_ends", shape=(capacity // 2 + 1,), chunks=(_SMALL_CHUNK_ROWS,), dtype="int64"
+        )
+        group.attrs["commit"] = {"first_episode": 0, "first_row": 0, "num_episodes": 0, "inflight": None}
+        group.attrs["vlmrl_buffer"] = {
+            "schema_version": SCHEMA_VERSION,
+            "capacity": capacity,
+            "frames_per_shard": min(frames_per_shard, capacity),
+            "frame_codec": frame_codec,
+            "specs": _spec_json(specs),
+            "env": dict(attrs),
+            "layout": "rows on a ring: global row g at index g % capacity; episode e ends (exclusive) at "
+            "episode_ends[e % len(episode_ends)]; live episodes and rows in attrs['commit']",
+        }
+
+    def _load(self, name: str) -> np.ndarray:
+        try:
+            return np.asarray(self.group[name][:])  # type: ignore[index]
+        except Exception as exc:
+            raise BufferError(
+                f"{self.location}: array {name!r} cannot be read ({type(exc).__name__}: {exc})"
+            ) from None
+
+    def _column_names(self) -> list[str]:
+        names = []
+        for prefix in ("scores", "aux_reward"):
+            if prefix in self.group:
+                names += [f"{prefix}/{k}" for k in self.group[prefix]]  # type: ignore[union-attr]
+        return names
+
+    def _load_commit(self) -> None:
+        record: Any = self.group.attrs["commit"]
+        first, num = int(record["first_episode"]), int(record["num_episodes"])
+        slots = (np.arange(first, num) % self._slots).astype(np.int64)
+        ends = self._load("episode_ends")[slots] if num > first else np.zeros(0, np.int64)
+        self._ring.restore(first, int(record["first_row"]), ends)
+        if record.get("inflight"):
+            start, rows = record["inflight"]
+            warnings.warn(
+                f"{self.location}: discarded episode {num} (rows {start}..{start + rows - 1}), which was "
+                "being written when the writer stopped; committed episodes are intact",
+                stacklevel=3,
+            )
+            self._write_record(None)
+
+    def _write_record(self, inflight: tuple[int, int] | None) -> None:
+        t = self._ring.table
+        self.group.attrs["commit"] = {
+            "first_episode": t.first,
+            "first_row": t.first_row,
+            "num_episodes": t.first + t.count,
+            "inflight": list(inflight) if inflight else None,
+        }
+        if self.fsync and self.root is not None:
+            import os
+
+            fd = os.open(self.root / "zarr.json", os.O_RDONLY)
+            os.fsync(fd)
+            os.close(fd)
+
+    # ---- Storage protocol ----------------------------------------------------------------------
+
+    def episodes(self) -> EpisodeTable:
+        return self._ring.table
+
+    def reserve(self, num_rows: int) -> tuple[int, list[tuple[int, int]]]:
+        start, evicted = self._ring.reserve(num_rows)
+        self._write_record((start, num_rows))
+        return start, evicted
+
+    def write(self, start_row: int, arrays: Mapping[str, np.ndarray]) -> None:
+        n = len(next(iter(arrays.values())))
+        for name, values in arrays.items():
+            if name not in self.specs:
+                raise BufferError(f"write: unknown array {name!r}")
+            for pos, lo, hi in self._ring.segments(start_row, n):
+                if name in self._frames:
+                    self._frames[name].write(pos, values[lo:hi])
+                else:
+                    if name in self._small:
+                        self._small[name][pos : pos + hi - lo] = values[lo:hi]
+                    self.group[name][pos : pos + hi - lo] = values[lo:hi]  # type: ignore[index]
+        for name, col in self._columns.items():
+            for pos, lo, hi in self._ring.segments(start_row, n):
+                col[pos : pos + hi - lo] = column_fill(name)
+                self.group[name][pos : pos + hi - lo] = column_fill(name)  # type: ignore[index]
+
+    def commit(self, end_row: int) -> None:
+        self._ring.commit(end_row)
+        t = self._ring.table
+        self.group["episode_ends"][(t.first + t.count - 1) % self._slots] = end_row  # type: ignore[index]
+        self._write_record(None)
+
+    def read(self, name: str, rows: np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, np.int64)
+        pos = rows % self.capacity
+        if name in self._frames:
+            return self._frames[name].read(pos, lambda p: self._describe(rows, pos, p))
+        source = self._small.get(name)
+        if source is None:
+            source = self._columns.get(name)
+        if source is not None:
+            return source[pos]
+        if name in self.specs:  # frames of a store opened through fsspec: zarr-python's (slow) reads
+            flat = pos.reshape(-1)
+            uniq, inverse = np.unique(flat, return_inverse=True)
+            data = np.asarray(self.group[name].get_orthogonal_selection(uniq))  # type: ignore[union-attr]
+            return data[inverse].reshape(*pos.shape, *self.specs[name].shape)
+        raise BufferError(f"read: no array {name!r} in {self.location}")
+
+    def _describe(self, rows: np.ndarray, pos: np.ndarray, p: int) -> str:
+        row = int(rows.reshape(-1)[np.flatnonzero(pos.reshape(-1) == p)[0]])
+        t = self._ring.table
+        episode = t.first + int(np.searchsorted(t.ends, row, side="right"))
+        return f"row {row} (episode {episode}, step {row - t.bounds(episode)[0] if episode < t.first + t.count else '?'})"
+
+    def write_column(self, name: str, rows: np.ndarray, values: np.ndarray) -> None:
+        check_column_name(name)
+        if name not in self._columns:
+            chunk = min(_SMALL_CHUNK_ROWS, self.capacity)
+            self.group.create_array(
+                name, shape=(self.capacity,), chunks=(chunk,), dtype="float32", fill_value=column_fill(name)
+            )
+            self._columns[name] = np.full(self.capacity, column_fill(name), np.float32)
+        pos = np.asarray(rows, np.int64) % self.capacity
+        col = self._columns[name]
+        col[pos] = values
+        # Mirror the touched chunks whole: one atomic chunk write each instead of a scattered selection.
+        chunk = self.group[name].chunks[0]  # type: ignore[union-attr]
+        for c in np.unique(pos // chunk).tolist():
+            lo, hi = c * chunk, min(self.capacity, (c + 1) * chunk)
+            self.group[name][lo:hi] = col[lo:hi]  # type: ignore[index]
+
+    def columns(self) -> list[str]:
+        return sorted(self._columns)
+
+    def close(self) -> None:
+        for frames in self._frames.values():
+            frames.close()
+
+    def frame_stats(self) -> dict[str, int]:
+        """Frame cache hits/misses and bytes held, summed over cameras."""
+        caches = [f.cache for f in self._frames.values()]
+        return {
+            "cache_hits": sum(c.hits for c in caches),
+            "cache_misses": sum(c.misses for c in caches),
+            "cache_bytes": sum(c.nbytes for c in caches),
+        }
