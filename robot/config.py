@@ -18,12 +18,13 @@ SO101_JOINT_KEYS: tuple[str, ...] = (
 SO101_JOINT_LIMITS: dict[str, tuple[float, float]] = {
     "shoulder_pan.pos": (-110.0, 110.0),
     "shoulder_lift.pos": (-100.0, 100.0),
-    "elbow_flex.pos": (-100.0, 100.0),
-    "wrist_flex.pos": (-100.0, 100.0),
-    "wrist_roll.pos": (-160.0, 160.0),
+    "elbow_flex.pos": (-97.0, 97.0),
+    "wrist_flex.pos": (-95.0, 95.0),
+    "wrist_roll.pos": (-157.0, 157.0),
     "gripper.pos": (0.0, 100.0),
 }
-"""Conservative command limits for an SO-101 follower with ``use_degrees=True`` (degrees; gripper 0..100)."""
+"""Command limits for an SO-101 follower with ``use_degrees=True`` (degrees; gripper 0..100): the public
+SO-101 model's joint ranges (wrist_roll made symmetric)."""
 
 SO101_MAX_STEP: dict[str, float] = {
     "shoulder_pan.pos": 8.0,
@@ -54,7 +55,7 @@ class SafetyConfig:
     """(lower, upper) command limit per action key, in the robot's units (LeRobot: degrees, gripper 0..100)."""
     max_step: dict[str, float] = field(default_factory=lambda: dict(SO101_MAX_STEP))
     """Largest change of each joint's command from one control step to the next, in the joint's units."""
-    workspace_min_m: tuple[float, float, float] = (-0.45, -0.45, 0.0)
+    workspace_min_m: tuple[float, float, float] = (-0.45, -0.45, 0.005)
     """Lower corner of the allowed end-effector box (x, y, z in metres, robot base frame)."""
     workspace_max_m: tuple[float, float, float] = (0.45, 0.45, 0.5)
     """Upper corner of the allowed end-effector box (x, y, z in metres, robot base frame)."""

@@ -42,8 +42,9 @@ class LeRobotEnv(gym.Env):
     Observations: ``state`` (float32 joint positions in action-key order), each joint key (float32[1]),
     ``pixels/<camera>`` (uint8[H, W, 3], resized to ``image_size``). Actions: absolute joint targets in
     the robot's units, bounded by the safety joint limits. ``info``: ``success``/``progress`` (from
-    `mark_outcome`, since a real robot has no privileged task state), ``safety`` (clip reasons),
-    ``overruns``. The reward is sparse: 1.0 on the step an episode is marked successful.
+    `mark_outcome` (human keys), else from ``robot.task_status()`` on a simulated robot, else
+    False/0.0: a real robot has no privileged task state), ``safety`` (clip reasons), ``sent_action``,
+    ``overruns``. The reward is sparse: 1.0 on a successful step, which also ends the episode.
 
     Args:
         robot: a LeRobot ``Robot`` (built, connected or not).
@@ -150,7 +151,8 @@ class LeRobotEnv(gym.Env):
         self.rate.restart()
         self.watchdog.start()
         self.watchdog.arm()
-        return obs, {"success": False, "progress": 0.0}
+        success, progress = self._task_status()
+        return obs, {"success": success, "progress": progress}
 
     def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         """Send one safe command, wait for the control deadline, observe.
@@ -173,14 +175,14 @@ class LeRobotEnv(gym.Env):
         safe = self.safety.filter(arr)
         obs = self._act(safe.command)
         self._steps += 1
-        success = bool(self._outcome)
-        terminated = self._outcome is not None
+        success, progress = self._task_status()
+        terminated = self._outcome is not None or success
         truncated = not terminated and self._steps >= self.cfg.max_episode_steps
         if terminated or truncated:
             self.watchdog.disarm()
         info = {
             "success": success,
-            "progress": 1.0 if success else 0.0,
+            "progress": progress,
             "safety": safe.clipped,
             "sent_action": np.array([safe.command[k] for k in self.action_keys], dtype=np.float32),
             "overruns": self.rate.overruns,
@@ -252,6 +254,15 @@ class LeRobotEnv(gym.Env):
         except Exception as exc:
             self._stop(f"{type(exc).__name__}: {exc}")
             raise
+
+    def _task_status(self) -> tuple[bool, float]:
+        if self._outcome is not None:
+            return self._outcome, 1.0 if self._outcome else 0.0
+        status = getattr(self.robot, "task_status", None)  # simulated robots only (privileged)
+        if callable(status):
+            success, progress = status()
+            return bool(success), float(min(max(progress, 0.0), 1.0))
+        return False, 0.0
 
     def _commanded(self, target: Mapping[str, float]) -> bool:
         last = self.safety.last_command or {}

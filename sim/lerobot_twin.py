@@ -1,0 +1,182 @@
+"""`SimSO101`: the MuJoCo SO-101 twin behind LeRobot's ``Robot`` API (robot type ``sim_so101``).
+
+Same ``observation_features``/``action_features`` keys and units as LeRobot's ``SO101Follower`` with
+``use_degrees=True`` (``shoulder_pan.pos`` ... in degrees, ``gripper.pos`` 0..100, cameras as HxWx3 uint8),
+so ``LeRobotEnv(SimSO101(...))`` runs the exact code path of ``LeRobotEnv(SO101Follower(...))``.
+Each ``send_action`` advances the physics by one control period (``1 / control_hz``), like the real arm
+moving while the loop sleeps to its deadline. Two extras, used only when present (duck-typed by
+``LeRobotEnv``): ``reset_scene(seed)`` places the task's objects, ``task_status()`` gives the privileged
+success/progress the oracle scorer reads.
+
+lerobot is imported at module import (this module *is* the LeRobot integration); import it only where
+lerobot is installed (the ``robot`` extra).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from lerobot.robots import Robot, RobotConfig
+from lerobot.robots.utils import ensure_safe_goal_position
+
+from robot.config import ArmConfig
+from robot.contract import JOINT_NAMES
+from sim.errors import SimError
+from sim.so101.arm import CAMERAS, SO101Sim
+from sim.so101.env import HOME_TCP_M
+from sim.so101.kinematics import inverse_kinematics
+from sim.so101.tasks import TASKS, Task
+
+
+@RobotConfig.register_subclass("sim_so101")
+@dataclass(kw_only=True)
+class SimSO101Config(RobotConfig):
+    """LeRobot config of the twin (draccus-parsable like every LeRobot robot config)."""
+
+    camera_names: tuple[str, ...] = ("front",)
+    """Simulated cameras ("front", "wrist"); each becomes an observation feature of that name. (Not
+    ``cameras``: LeRobot's RobotConfig treats that field as a dict of real camera configs.)"""
+    image_size: int = 128
+    """Square side of the rendered frames, pixels."""
+    control_hz: float = 30.0
+    """Physics time advanced per ``send_action`` is one period of this rate."""
+    task: str = "lift"
+    """SO-101 twin task whose objects ``reset_scene`` places: reach, lift, push, place."""
+    max_relative_target: float | dict[str, float] | None = None
+    """As SO101Follower: cap on the change from the present position per command (None: no cap)."""
+    initial_joints: dict[str, float] = field(default_factory=dict)
+    """Joint positions (LeRobot units, keys without ``.pos``) set by ``reset_scene``; empty: the sim
+    env's home (tool 60 deg below horizontal above the table centre), gripper open."""
+
+
+class SimSO101(Robot):
+    """The SO-101 twin as a LeRobot robot. Build it with a `SimSO101Config`; ``connect`` loads MuJoCo."""
+
+    config_class = SimSO101Config
+    name = "sim_so101"
+
+    def __init__(self, config: SimSO101Config) -> None:
+        super().__init__(config)
+        for camera in config.camera_names:
+            if camera not in CAMERAS:
+                raise SimError(f"sim_so101 camera {camera!r} unknown; expected one of {list(CAMERAS)}")
+        if config.task not in TASKS:
+            raise SimError(f"sim_so101 task {config.task!r} unknown; expected one of {sorted(TASKS)}")
+        if not config.control_hz > 0:
+            raise SimError(f"sim_so101 control_hz {config.control_hz} must be positive")
+        self.config = config
+        self.sim: SO101Sim | None = None
+        self.task: Task = TASKS[config.task]()
+        self._n_substeps = 1
+
+    @property
+    def observation_features(self) -> dict[str, Any]:
+        size = self.config.image_size
+        return {**self.action_features, **{cam: (size, size, 3) for cam in self.config.camera_names}}
+
+    @property
+    def action_features(self) -> dict[str, Any]:
+        return {f"{motor}.pos": float for motor in JOINT_NAMES}
+
+    @property
+    def is_connected(self) -> bool:
+        return self.sim is not None
+
+    def connect(self, calibrate: bool = True) -> None:
+        if self.sim is not None:
+            raise SimError(f"{self} is already connected")
+        self.sim = SO101Sim(max_image_size=self.config.image_size)
+        self._n_substeps = max(1, round(1.0 / (self.config.control_hz * self.sim.timestep_s)))
+        self.reset_scene(None)
+
+    @property
+    def is_calibrated(self) -> bool:
+        return True
+
+    def calibrate(self) -> None:
+        """Nothing to calibrate: the twin's encoders are exact."""
+
+    def configure(self) -> None:
+        """Nothing to configure: the twin's servos are set up by the MJCF."""
+
+    def get_observation(self) -> dict[str, Any]:
+        sim = self._connected()
+        obs: dict[str, Any] = {f"{name}.pos": value for name, value in sim.joint_positions().items()}
+        for camera in self.config.camera_names:
+            obs[camera] = sim.render(camera, self.config.image_size)
+        return obs
+
+    def send_action(self, action: dict[str, Any]) -> dict[str, Any]:
+        """Command joint targets (LeRobot units), then advance the physics by one control period.
+
+        Returns the targets actually sent (after ``max_relative_target`` and the joint ranges).
+        """
+        sim = self._connected()
+        goal = {
+            key.removesuffix(".pos"): float(value) for key, value in action.items() if key.endswith(".pos")
+        }
+        if self.config.max_relative_target is not None:
+            present = sim.joint_positions()
+            goal = ensure_safe_goal_position(
+                {k: (v, present[k]) for k, v in goal.items()}, self.config.max_relative_target
+            )
+        sent = sim.set_joint_targets(goal)
+        sim.step(self._n_substeps)
+        return {f"{name}.pos": value for name, value in sent.items()}
+
+    def disconnect(self) -> None:
+        sim = self._connected()
+        sim.close()
+        self.sim = None
+
+    # -- twin-only extras ------------------------------------------------------------------------------
+
+    def reset_scene(self, seed: int | None) -> None:
+        """Reset the physics, place the task's objects (seeded) and put the arm at its initial pose."""
+        sim = self._connected()
+        rng = np.random.default_rng(seed)
+        sim.reset()
+        self.task.reset(sim, rng)
+        joints = dict(self.config.initial_joints) or home_joints()
+        sim.set_joint_positions(joints)
+
+    def task_status(self) -> tuple[bool, float]:
+        """Privileged (success, progress in [0, 1]) of the configured task (the real arm has none)."""
+        status = self.task.evaluate(self._connected())
+        return bool(status.success), float(status.progress)
+
+    def _connected(self) -> SO101Sim:
+        if self.sim is None:
+            raise SimError(f"{self} is not connected; call connect() first")
+        return self.sim
+
+
+def home_joints() -> dict[str, float]:
+    """The sim env's episode start pose (before its noise), LeRobot units, gripper open."""
+    home = inverse_kinematics(HOME_TCP_M, pitch_deg=60.0)
+    assert home is not None  # a fixed, reachable pose
+    return {**home, "wrist_roll": 0.0, "gripper": 100.0}
+
+
+def home_action() -> dict[str, float]:
+    """`home_joints` with LeRobot's ``.pos`` keys, for ``LeRobotEnvConfig.home``."""
+    return {f"{name}.pos": value for name, value in home_joints().items()}
+
+
+def make_sim_so101(
+    cfg: ArmConfig, image_size: int = 128, control_hz: float = 30.0, task: str = "lift"
+) -> SimSO101:
+    """Factory for ``robot.lerobot_robot.make_robot(cfg, {"sim_so101": ...})``: the twin for an `ArmConfig`."""
+    config = SimSO101Config(
+        id=cfg.id,
+        calibration_dir=None if cfg.calibration_dir is None else Path(cfg.calibration_dir),
+        camera_names=tuple(cfg.cameras),
+        image_size=image_size,
+        control_hz=control_hz,
+        task=task,
+        max_relative_target=cfg.max_relative_target,
+    )
+    return SimSO101(config)
