@@ -18,7 +18,7 @@ class SimConfig:
     cameras: tuple[str, ...] = ("front",)
     """Cameras rendered into ``pixels/<camera>`` (empty: state only, nothing is rendered).
     so101: front, wrist. robosuite: agentview, frontview, birdview, sideview, robot0_eye_in_hand.
-    metaworld: corner, corner2, corner3, topview, behindGripper, gripperPOV."""
+    metaworld: corner, corner2, corner3, corner4, topview, behindGripper, gripperPOV."""
     image_size: int = 128
     """Square image side in pixels."""
     reward: Literal["sparse", "shaped"] = "sparse"

@@ -11,8 +11,8 @@ import numpy as np
 
 from sim.so101 import geometry as g
 
-FRONT_CAMERA_POS = (0.52, 0.0, 0.32)
-FRONT_CAMERA_LOOKAT = (0.16, 0.0, 0.04)
+FRONT_CAMERA_POS = (0.46, 0.0, 0.30)
+FRONT_CAMERA_LOOKAT = (0.12, 0.0, 0.07)
 PARKED_POS = (-2.0, 0.0, 0.0)
 """Where objects a task does not use are parked (far outside every camera's view)."""
 BIN_INNER_HALF_M = 0.045

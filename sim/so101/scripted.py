@@ -19,6 +19,8 @@ from sim.so101.kinematics import inverse_kinematics
 _PITCHES_DEG = (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0)
 _OPEN, _CLOSED = 100.0, 0.0
 _MAX_STEP_M = 0.025
+_PUSH_Z_M = 0.03
+"""Tool centre height while pushing: the finger tips pass just above the table."""
 
 
 def solve_ik(xyz: np.ndarray) -> tuple[dict[str, float], float]:
@@ -121,7 +123,7 @@ class ScriptedPolicy:
         distance = float(np.linalg.norm(direction))
         direction /= max(distance, 1e-6)
         behind = cube - direction * (g.CUBE_HALF_M + 0.03)
-        behind_low = np.array([behind[0], behind[1], 0.02])
+        behind_low = np.array([behind[0], behind[1], _PUSH_Z_M])
         behind_high = behind_low + np.array([0.0, 0.0, 0.06])
         pan = math.degrees(math.atan2(tcp[1], tcp[0]))
         # Fingers closed and across the push direction make a flat paddle.
@@ -138,7 +140,7 @@ class ScriptedPolicy:
             return self._targets(behind_low, _CLOSED, roll)
         if np.linalg.norm(cube[:2] - tcp[:2]) > 0.07:  # lost contact: go around again
             self.phase = 0
-        push_to = np.array([goal[0], goal[1], 0.02]) - direction * (g.CUBE_HALF_M + 0.008)
+        push_to = np.array([goal[0], goal[1], _PUSH_Z_M]) - direction * (g.CUBE_HALF_M + 0.008)
         return self._targets(push_to, _CLOSED, roll)
 
     def _to_action(self, target: np.ndarray) -> np.ndarray:

@@ -164,7 +164,10 @@ class PushTask:
         while True:
             angle = rng.uniform(-math.pi, math.pi)
             zone = cube + rng.uniform(0.07, 0.11) * np.array([math.cos(angle), math.sin(angle), 0.0])
-            if 0.12 <= zone[0] <= 0.26 and abs(zone[1]) <= 0.13:
+            radial = cube[:2] / np.linalg.norm(cube[:2])
+            away = float(np.dot(zone[:2] - cube[:2], radial)) / np.linalg.norm(zone[:2] - cube[:2])
+            # Pushes toward the base would need the gripper to pull: keep goals outward or sideways.
+            if 0.12 <= zone[0] <= 0.26 and abs(zone[1]) <= 0.13 and away > -0.2:
                 break
         self._zone = np.array([zone[0], zone[1], 0.0])
         sim.set_marker("zone", self._zone)

@@ -1,0 +1,1 @@
+"""Adapters that put third-party simulators (robosuite, Meta-World) behind the Env contract."""

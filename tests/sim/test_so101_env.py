@@ -1,0 +1,144 @@
+"""SO-101 twin envs: contract, determinism, image orientation, reachable success, rewards."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from robot.contract import JOINT_KEYS, check_env
+from sim import SimConfig, make_env
+from sim.so101.env import STATE_NAMES
+from sim.so101.scripted import ScriptedPolicy
+
+TASKS = ("reach", "lift", "push", "place")
+
+
+@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("action_mode", ["absolute", "delta"])
+def test_state_only_envs_keep_the_contract(task: str, action_mode: str) -> None:
+    env = make_env(SimConfig(task=task, cameras=(), action_mode=action_mode, reward="shaped"))
+    spec = check_env(env, n_steps=15)
+    assert spec.state_dim == len(STATE_NAMES)
+    assert spec.cameras == ()
+    assert set(JOINT_KEYS) <= set(spec.obs)
+    assert "robot" in spec.task_description or "cube" in spec.task_description
+    env.close()
+
+
+def test_two_camera_env_keeps_the_contract_with_identical_pixels_for_the_same_seed() -> None:
+    env = make_env(SimConfig(task="lift", cameras=("front", "wrist"), image_size=48, action_mode="delta"))
+    spec = check_env(env, n_steps=6)  # determinism is checked on every key, pixels included
+    assert spec.obs["pixels/front"].shape == (48, 48, 3)
+    first, _ = env.reset(seed=3)
+    other, _ = env.reset(seed=4)
+    assert not np.array_equal(first["state"], other["state"])
+    assert not np.array_equal(first["pixels/front"], other["pixels/front"])
+    env.close()
+
+
+def _red_rows(frame: np.ndarray) -> float:
+    red = (frame[..., 0] > 150) & (frame[..., 1] < 80) & (frame[..., 2] < 80)
+    assert red.sum() > 3, "the red cube should be visible"
+    return float(np.nonzero(red)[0].mean())
+
+
+def test_front_image_has_the_floor_at_the_bottom_and_up_is_row_zero() -> None:
+    env = make_env(SimConfig(task="lift", cameras=("front",), image_size=96))
+    obs, _ = env.reset(seed=0)
+    frame = obs["pixels/front"].astype(float)
+    # The camera looks down at the table: the bottom rows are table, the top row is background beyond it.
+    table = np.array([0.62, 0.52, 0.40])
+    bottom = frame[-5:].reshape(-1, 3).mean(axis=0) / 255
+    assert np.all(np.abs(bottom / bottom.sum() - table / table.sum()) < 0.05)
+    assert frame[0].mean() < frame[-1].mean()
+    # Raising the cube moves it up in the image (towards row 0).
+    sim = env.unwrapped.sim
+    before = _red_rows(obs["pixels/front"])
+    cube = sim.cube_position()
+    sim.set_cube_pose(cube + np.array([0.0, 0.0, 0.08]), 0.0)
+    after = _red_rows(sim.render("front", 96))
+    assert after < before - 3
+    env.close()
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_scripted_policy_succeeds_and_doing_nothing_does_not(task: str) -> None:
+    env = make_env(SimConfig(task=task, cameras=(), reward="sparse"))
+    policy = ScriptedPolicy(env)
+    for seed in range(3):
+        obs, info = env.reset(seed=seed)
+        policy.reset()
+        assert not info["success"]
+        total = 0.0
+        for _ in range(env.unwrapped.max_episode_steps):
+            obs, reward, terminated, truncated, info = env.step(policy.act(obs))
+            total += reward
+            if terminated or truncated:
+                break
+        assert info["success"] and terminated and info["progress"] == 1.0, f"{task} seed {seed}"
+        assert total == 1.0
+        # Holding the start pose (absolute targets = the current joints) never succeeds.
+        obs, info = env.reset(seed=seed)
+        hold = np.array([obs[key][0] for key in JOINT_KEYS], dtype=np.float32)
+        for _ in range(env.unwrapped.max_episode_steps):
+            obs, reward, terminated, truncated, info = env.step(hold)
+            assert not info["success"] and reward == 0.0
+            if truncated:
+                break
+        assert truncated and not terminated
+    env.close()
+
+
+def test_delta_mode_scripted_lift_succeeds() -> None:
+    env = make_env(SimConfig(task="lift", cameras=(), action_mode="delta"))
+    policy = ScriptedPolicy(env)
+    obs, _ = env.reset(seed=11)
+    for _ in range(env.unwrapped.max_episode_steps):
+        action = policy.act(obs)
+        assert np.all(np.abs(action) <= 1.0)
+        obs, _, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            break
+    assert info["success"]
+    env.close()
+
+
+def test_shaped_reward_follows_progress_and_pays_most_on_success() -> None:
+    env = make_env(SimConfig(task="reach", cameras=(), reward="shaped", max_episode_steps=30))
+    policy = ScriptedPolicy(env)
+    obs, info = env.reset(seed=5)
+    start_progress = info["progress"]
+    rewards, progress = [], []
+    for _ in range(30):
+        obs, reward, terminated, truncated, info = env.step(policy.act(obs))
+        rewards.append(reward)
+        progress.append(info["progress"])
+        if terminated or truncated:
+            break
+    assert info["success"] and rewards[-1] == 1.0
+    assert all(-1.0 <= r < 0.0 for r in rewards[:-1])
+    assert all(r == pytest.approx(p - 1.0) for r, p in zip(rewards[:-1], progress[:-1]))
+    assert max(progress) == 1.0 > start_progress
+    env.close()
+
+
+def test_state_vector_names_goal_and_tool_positions() -> None:
+    env = make_env(SimConfig(task="reach", cameras=()))
+    obs, _ = env.reset(seed=2)
+    state = dict(zip(STATE_NAMES, obs["state"]))
+    sim, goal = env.unwrapped.sim, env.unwrapped.task.goal()
+    np.testing.assert_allclose(
+        [state["tcp_x_m"], state["tcp_y_m"], state["tcp_z_m"]], sim.tcp_position(), atol=1e-6
+    )
+    np.testing.assert_allclose([state["goal_x_m"], state["goal_y_m"], state["goal_z_m"]], goal, atol=1e-6)
+    np.testing.assert_allclose(state["goal_minus_ref_x_m"], goal[0] - sim.tcp_position()[0], atol=1e-6)
+    assert obs["gripper.pos"][0] == pytest.approx(100.0, abs=0.5)
+    env.close()
+
+
+def test_truncation_after_max_episode_steps() -> None:
+    env = make_env(SimConfig(task="push", cameras=(), max_episode_steps=4, action_mode="delta"))
+    env.reset(seed=0)
+    flags = [env.step(np.zeros(6, dtype=np.float32))[3] for _ in range(4)]
+    assert flags == [False, False, False, True]
+    env.close()
