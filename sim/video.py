@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -32,6 +33,7 @@ def write_video(frames: Sequence[np.ndarray] | np.ndarray, path: str | Path, fps
         array = np.pad(array, ((0, 0), (0, pad_h), (0, pad_w), (0, 0)), mode="edge")
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
+    writer: Any
     with imageio.get_writer(out, fps=fps, codec="libx264", quality=7, macro_block_size=1) as writer:
         for frame in array:
             writer.append_data(frame)

@@ -69,9 +69,12 @@ class MetaWorldEnv(gymnasium.Env):
             self._env.model.vis.global_.offheight = max(self._env.model.vis.global_.offheight, cfg.image_size)
             self._env.model.light_castshadow[:] = int(cfg.shadows)
             self._renderer = FrameRenderer(self._env.model, cfg.image_size, cfg.shadows)
-        low, high = self._env.action_space.low, self._env.action_space.high
-        self.action_space = spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
-        state_dim = int(self._env.observation_space.shape[0])
+        raw_action: Any = self._env.action_space
+        raw_obs: Any = self._env.observation_space
+        self._low = raw_action.low.astype(np.float32)
+        self._high = raw_action.high.astype(np.float32)
+        self.action_space = spaces.Box(self._low, self._high, dtype=np.float32)
+        state_dim = int(raw_obs.shape[0])
         obs_spaces: dict[str, spaces.Space] = {
             STATE_KEY: spaces.Box(-np.inf, np.inf, shape=(state_dim,), dtype=np.float32)
         }
@@ -105,7 +108,7 @@ class MetaWorldEnv(gymnasium.Env):
         self._env.seed(int(self.np_random.integers(2**31 - 1)))
         state, _ = self._env.reset()
         self._steps = 0
-        reward, info = self._env.evaluate_state(state, np.zeros(self.action_space.shape, dtype=np.float32))
+        reward, info = self._env.evaluate_state(state, np.zeros_like(self._low))
         return self._observation(state), self._status(float(reward), info)
 
     @staticmethod
@@ -116,13 +119,11 @@ class MetaWorldEnv(gymnasium.Env):
 
     def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         array = np.asarray(action, dtype=np.float32)
-        if array.shape != self.action_space.shape:
-            raise SimError(f"action must have shape {self.action_space.shape}, got {array.shape}")
+        if array.shape != self._low.shape:
+            raise SimError(f"action must have shape {self._low.shape}, got {array.shape}")
         if not np.all(np.isfinite(array)):
             raise SimError(f"action must be finite, got {array.tolist()}")
-        state, dense, _, _, raw_info = self._env.step(
-            np.clip(array, self.action_space.low, self.action_space.high)
-        )
+        state, dense, _, _, raw_info = self._env.step(np.clip(array, self._low, self._high))
         self._steps += 1
         info = self._status(float(dense), raw_info)
         reward = float(info["success"]) if self.cfg.reward == "sparse" else float(dense) / _MAX_REWARD

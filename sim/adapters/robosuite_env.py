@@ -73,7 +73,8 @@ class RobosuiteEnv(gymnasium.Env):
             hard_reset=False,
         )
         low, high = self._env.action_spec
-        self.action_space = spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
+        self._low, self._high = low.astype(np.float32), high.astype(np.float32)
+        self.action_space = spaces.Box(self._low, self._high, dtype=np.float32)
         raw = self._env.reset()
         state_dim = self._state(raw).shape[0]
         obs_spaces: dict[str, spaces.Space] = {
@@ -119,11 +120,11 @@ class RobosuiteEnv(gymnasium.Env):
 
     def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         array = np.asarray(action, dtype=np.float32)
-        if array.shape != self.action_space.shape:
-            raise SimError(f"action must have shape {self.action_space.shape}, got {array.shape}")
+        if array.shape != self._low.shape:
+            raise SimError(f"action must have shape {self._low.shape}, got {array.shape}")
         if not np.all(np.isfinite(array)):
             raise SimError(f"action must be finite, got {array.tolist()}")
-        raw, shaped, _, _ = self._env.step(np.clip(array, self.action_space.low, self.action_space.high))
+        raw, shaped, _, _ = self._env.step(np.clip(array, self._low, self._high))
         self._steps += 1
         info = self._status(float(shaped))
         reward = float(info["success"]) if self.cfg.reward == "sparse" else float(shaped)
