@@ -92,12 +92,13 @@ def test_calibrated_off_centre_camera_is_reproduced_by_the_sim(scene):
         np.array([[590.0, 0.0, 319.5 - 11.0], [0.0, 590.0, 239.5 + 6.0], [0.0, 0.0, 1.0]]), np.zeros(5), SIZE
     )
     poses = random_camera_poses(16, rng)
+    renderer = CameraRenderer(scene.model, CAMERA, match_camera(real, poses[0], "intrinsic"))
     images = []
     for pose in poses:
-        renderer = CameraRenderer(scene.model, CAMERA, match_camera(real, pose, "intrinsic"))
+        apply_camera(scene.model, CAMERA, match_camera(real, pose, "intrinsic"))
         mujoco.mj_forward(scene.model, scene.data)
         images.append(renderer.render(scene.data))
-        renderer.close()
+    renderer.close()
     result = calibrate_intrinsics([f"{i}" for i in range(16)], images, scene.board, IntrinsicsConfig())
     calibrated = result.intrinsics
     for name in ("fx", "fy", "cx", "cy"):
