@@ -30,6 +30,8 @@ class SumTree:
     def set(self, index: np.ndarray, values: np.ndarray) -> None:
         """Set leaves (last write wins for repeated indices) and refresh their ancestors."""
         node = np.asarray(index, np.int64) + self.size
+        if node.size == 0:
+            return
         self.tree[node] = values
         node = np.unique(node >> 1)
         while node[0] >= 1:

@@ -1,0 +1,139 @@
+"""Sampler statistics: empirical frequencies vs target distributions (chi-square), PER weights vs formula."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import chisquare
+
+from buffer.samplers import PrioritizedSampler, UniformSampler, VLMMixSampler
+from buffer.samplers.sum_tree import SumTree
+
+N_DRAWS = 200_000
+CAPACITY = 64
+
+
+def frequencies(sampler, positions, draws=N_DRAWS, seed=0):
+    pos, _ = sampler.sample(draws, np.random.default_rng(seed))
+    counts = np.bincount(pos, minlength=CAPACITY)
+    assert counts[np.setdiff1d(np.arange(CAPACITY), positions)].sum() == 0, "sampled an invalid position"
+    return counts[positions]
+
+
+def assert_matches(counts, probs):
+    probs = np.asarray(probs, np.float64) / np.sum(probs)
+    result = chisquare(counts, probs * counts.sum())
+    assert result.pvalue > 1e-6, f"chi-square p={result.pvalue:.2e}"
+
+
+def live_positions():
+    positions = np.arange(50)
+    return np.setdiff1d(positions, [3, 4, 5, 20])  # holes, as eviction/final rows leave
+
+
+def make_per(**kw):
+    return PrioritizedSampler(CAPACITY, alpha=0.6, beta_start=0.4, beta_anneal_steps=1000, eps=1e-6, **kw)
+
+
+def test_sum_tree_prefix_search_and_updates():
+    tree = SumTree(10)
+    tree.set(np.arange(10), np.arange(10.0))
+    assert tree.total == 45
+    np.testing.assert_array_equal(tree.find(np.array([0.0, 0.99, 1.0, 44.9])), [1, 1, 2, 9])
+    tree.set(np.array([9, 9]), np.array([5.0, 0.0]))
+    assert tree.total == 36
+
+
+def test_uniform_matches_uniform():
+    s = UniformSampler(CAPACITY)
+    s.add(np.arange(50))
+    s.remove(np.array([3, 4, 5, 20]))
+    live = live_positions()
+    assert_matches(frequencies(s, live), np.ones(len(live)))
+
+
+def test_per_matches_priorities_and_weights_match_formula():
+    s = make_per()
+    live = live_positions()
+    s.add(live)
+    td = np.random.default_rng(1).uniform(0, 3, len(live))
+    s.update_priorities(live, td)
+    p = (td + 1e-6) ** 0.6
+    assert_matches(frequencies(s, live), p)
+    for step, beta in ((0, 0.4), (500, 0.7), (5000, 1.0)):
+        s.set_learner_step(step)
+        pos, w = s.sample(256, np.random.default_rng(step))
+        prob = p[np.searchsorted(live, pos)] / p.sum()
+        expected = (len(live) * prob) ** -beta
+        np.testing.assert_allclose(w, expected / expected.max(), rtol=1e-5)
+
+
+def test_per_gives_new_transitions_the_max_priority_and_ignores_evicted_updates():
+    s = make_per()
+    s.add(np.arange(10))
+    s.update_priorities(np.arange(10), np.full(10, 0.1))
+    s.update_priorities(np.array([0]), np.array([4.0]))
+    s.add(np.array([10]))  # new: priority of the largest TD seen (4)
+    s.remove(np.array([1]))
+    s.update_priorities(np.array([1]), np.array([100.0]))  # evicted meanwhile: stays out
+    live = np.array([0, *range(2, 11)])
+    p = np.array([4.0 + 1e-6, *([0.1 + 1e-6] * 8), 4.0 + 1e-6]) ** 0.6
+    assert_matches(frequencies(s, live), p)
+
+
+@pytest.mark.parametrize("step", [0, 500, 2000])
+def test_vlm_mix_matches_mixture_with_lambda_warmup(step):
+    s = VLMMixSampler(
+        CAPACITY,
+        lambda_start=0.0,
+        lambda_end=0.8,
+        warmup_steps=1000,
+        default_score=0.5,
+        score_exponent=2.0,
+        score_eps=1e-3,
+        beta=0.0,
+    )
+    live = live_positions()
+    s.add(live)
+    scores = np.random.default_rng(2).uniform(0, 1, len(live)).astype(np.float32)
+    scored = np.arange(len(live)) % 3 != 0  # a third unscored: default score
+    s.set_scores(live[scored], scores[scored])
+    s.set_learner_step(step)
+    lam = 0.8 * min(1.0, step / 1000)
+    assert s.mix_lambda == pytest.approx(lam)
+    v = (np.where(scored, scores, 0.5).astype(np.float64) + 1e-3) ** 2.0
+    q = lam * v / v.sum() + (1 - lam) / len(live)
+    assert_matches(frequencies(s, live, seed=step), q)
+
+
+def test_vlm_mix_weights_match_formula():
+    s = VLMMixSampler(
+        CAPACITY,
+        lambda_start=0.5,
+        lambda_end=0.5,
+        warmup_steps=1,
+        default_score=0.5,
+        score_exponent=1.0,
+        score_eps=0.0,
+        beta=1.0,
+    )
+    live = np.arange(10)
+    s.add(live)
+    scores = np.linspace(0.1, 1.0, 10)
+    s.set_scores(live, scores)
+    pos, w = s.sample(100, np.random.default_rng(0))
+    q = 0.5 * scores[pos] / scores.sum() + 0.5 / 10
+    np.testing.assert_allclose(w, (1 / (10 * q)) / (1 / (10 * q)).max(), rtol=1e-5)
+
+
+def test_vlm_td_matches_product():
+    s = make_per(score_exponent=1.0, default_score=0.5, score_eps=1e-3)
+    live = live_positions()
+    s.add(live)
+    rng = np.random.default_rng(3)
+    td = rng.uniform(0, 2, len(live))
+    scores = rng.uniform(0, 1, len(live)).astype(np.float32)
+    s.update_priorities(live, td)
+    s.set_scores(live[::2], scores[::2])
+    v = np.where(np.arange(len(live)) % 2 == 0, scores, 0.5).astype(np.float64) + 1e-3
+    assert_matches(frequencies(s, live), v * (td + 1e-6) ** 0.6)

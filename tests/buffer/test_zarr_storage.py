@@ -1,0 +1,135 @@
+"""ZarrStorage: a plain zarr v3 store, reopening, fsspec URLs, the frame cache budget, corruption."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from buffer_helpers import ACTION_DIM, OBS_SPEC, fill_episode, step_obs
+
+from buffer import BufferConfig, BufferError, PERSamplerConfig, make_buffer
+
+
+def expected_rows(buf):
+    """(global row, episode, step) of every live row."""
+    out = []
+    table = buf.storage.episodes()
+    for e in range(table.first, table.first + table.count):
+        start, end = table.bounds(e)
+        out += [(r, e, r - start) for r in range(start, end)]
+    return out
+
+
+@pytest.mark.parametrize("codec", ["none", "zstd", "blosc-lz4"])
+def test_store_is_plain_zarr_v3(make, tmp_path, codec):
+    buf = make("zarr", capacity_steps=90, frames_per_shard=16, frame_codec=codec)
+    for e in range(14):  # 14 x 10 rows into 90: wraps the ring and evicts
+        fill_episode(buf, e, 9)
+    buf.close()
+    group = zarr.open_group(str(tmp_path / "store.zarr"), mode="r")
+    pixels, state = group["pixels/front"][:], group["state"][:]
+    rows = expected_rows(buf)
+    assert len(rows) == 90 and rows[0][1] == 5
+    for row, e, t in rows:
+        np.testing.assert_array_equal(pixels[row % 90], step_obs(e, t)["pixels/front"])
+        np.testing.assert_array_equal(state[row % 90], step_obs(e, t)["state"])
+    record = group.attrs["commit"]
+    assert record["first_episode"] == 5 and record["num_episodes"] == 14 and record["inflight"] is None
+
+
+def test_reopen_keeps_episodes_scores_and_resumes(make):
+    buf = make("zarr", PERSamplerConfig(), capacity_steps=200)
+    for e in range(6):
+        fill_episode(buf, e, 7)
+    clips = buf.new_clips()
+    buf.set_scores([c.clip_id for c in clips], np.full(len(clips), 0.75), "oracle")
+    buf.update_priorities(buf.sample(16).indices, np.arange(16.0))
+    state = buf.state_dict()
+    expected = buf.sample(32)
+    buf.close()
+
+    again = make("zarr", PERSamplerConfig(), capacity_steps=999)  # capacity comes from the store
+    assert again.storage.capacity == 200 and again.num_episodes == 6 and again.num_transitions == 42
+    again.load_state_dict(state)
+    got = again.sample(32)
+    np.testing.assert_array_equal(got.indices, expected.indices)
+    np.testing.assert_array_equal(got.obs["pixels/front"], expected.obs["pixels/front"])
+    assert np.all(again.storage.read("scores/oracle", np.arange(48))[:7] == 0.75)
+    assert again.new_clips() == []
+    fill_episode(again, 6, 5)
+    assert again.num_episodes == 7 and [c.episode for c in again.new_clips()] == [6]
+
+
+def test_fsspec_url_store():
+    cfg = BufferConfig(storage="zarr", capacity_steps=60)
+    buf = make_buffer(cfg, OBS_SPEC, ACTION_DIM, path="memory://vlmrl-test-buffer")
+    for e in range(3):
+        fill_episode(buf, e, 6)
+    batch = buf.sample(20)
+    for i in range(20):
+        e, t = batch.obs["state"][i, :2].astype(int)
+        np.testing.assert_array_equal(batch.obs["pixels/front"][i], step_obs(e, t)["pixels/front"])
+    buf.close()
+    again = make_buffer(cfg, OBS_SPEC, ACTION_DIM, path="memory://vlmrl-test-buffer")
+    assert again.num_episodes == 3
+
+
+def test_frame_cache_stays_within_budget(make):
+    frame_bytes = 6 * 5 * 3
+    buf = make("zarr", capacity_steps=300, frame_cache_bytes=20 * frame_bytes)
+    for e in range(20):
+        fill_episode(buf, e, 12)
+    for _ in range(20):
+        buf.sample(64)
+    stats = buf.storage.frame_stats()
+    assert 0 < stats["cache_bytes"] <= 20 * frame_bytes and stats["cache_misses"] > 0
+
+
+def test_corrupt_frame_names_array_and_episode(make, tmp_path):
+    buf = make("zarr", capacity_steps=100, frames_per_shard=8)
+    for e in range(3):
+        fill_episode(buf, e, 5)
+    buf.close()
+    shard = tmp_path / "store.zarr" / "pixels" / "front" / "c" / "1" / "0" / "0" / "0"  # rows 8..15
+    data = bytearray(shard.read_bytes())
+    data[100] ^= 0xFF  # inside the second frame of the shard: row 9 = episode 1, step 3
+    shard.write_bytes(bytes(data))
+    again = make("zarr", capacity_steps=100, frames_per_shard=8)
+    clip = again.new_clips()[1]
+    with pytest.raises(BufferError, match=r"pixels/front: row 9 \(episode 1, step 3\) is corrupt"):
+        again.read_clip(clip._replace(start=3, length=1))
+
+
+def test_newer_schema_and_other_arrays_are_refused(make, tmp_path):
+    buf = make("zarr", capacity_steps=50)
+    fill_episode(buf, 0, 3)
+    buf.close()
+    with pytest.raises(BufferError, match="other arrays"):
+        make_buffer(
+            BufferConfig(storage="zarr"), {"state": ((3,), np.float32)}, 2, path=str(tmp_path / "store.zarr")
+        )
+    meta_path = tmp_path / "store.zarr" / "zarr.json"
+    meta = json.loads(meta_path.read_text())
+    meta["attributes"]["vlmrl_buffer"]["schema_version"] = 99
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(BufferError, match="schema 99"):
+        make("zarr", capacity_steps=50)
+
+
+def test_memory_storage_save_and_load(make, tmp_path: Path):
+    buf = make("memory", capacity_steps=80)
+    for e in range(9):
+        fill_episode(buf, e, 9)
+    buf.set_aux_reward(np.array([buf.episode_rows(8)[0]]), np.array([2.0]), "oracle")
+    state = buf.state_dict()
+    expected = buf.sample(16)
+    buf.storage.save(tmp_path / "mem")
+    cfg = BufferConfig(capacity_steps=80)
+    again = make_buffer(cfg, OBS_SPEC, ACTION_DIM, path=str(tmp_path / "mem"))
+    again.load_state_dict(state)
+    got = again.sample(16)
+    np.testing.assert_array_equal(got.obs["pixels/front"], expected.obs["pixels/front"])
+    assert again.num_episodes == buf.num_episodes and again.storage.columns() == ["aux_reward/oracle"]
