@@ -1,0 +1,140 @@
+"""Export the actor (with observation normalisation and action scaling baked in) and load it back.
+
+``policy.pt`` is TorchScript: ``torch.jit.load`` alone runs it, no vlmrl code needed. Its forward takes
+the observation dict (the keys of ``metadata["obs_spec"]``, batched or single) and returns the
+deterministic action in env units. ``load_policy`` only imports torch and numpy.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from agents.errors import AgentError
+
+if TYPE_CHECKING:
+    from agents.sac import SAC
+
+FORMAT_VERSION = 1
+METADATA_FILE = "vlmrl_policy.json"
+
+
+class Policy(nn.Module):
+    """Encoder + actor mean + tanh + scaling to env units: what ships to the robot."""
+
+    if TYPE_CHECKING:  # buffers; TorchScript must not see class annotations
+        action_low: torch.Tensor
+        action_high: torch.Tensor
+
+    def __init__(self, sac: SAC) -> None:
+        super().__init__()
+        self.encoder = copy.deepcopy(sac.encoder).eval()
+        self.actor = copy.deepcopy(sac.actor).eval()
+        self.register_buffer("action_low", sac.action_low.detach().clone().cpu())
+        self.register_buffer("action_high", sac.action_high.detach().clone().cpu())
+        self.first_key: str = next(iter(sac.obs_spec))
+        self.first_rank: int = len(sac.obs_spec[self.first_key][0])
+        self.requires_grad_(False)
+
+    def forward(self, obs: dict[str, Tensor]) -> Tensor:
+        """Deterministic action float32[A] (or [B, A] for batched observations) in env units."""
+        batched = obs[self.first_key].dim() == self.first_rank + 1
+        if not batched:
+            obs = {k: v.unsqueeze(0) for k, v in obs.items()}
+        unit = self.actor.deterministic(self.encoder(obs))
+        action = self.action_low + 0.5 * (unit + 1.0) * (self.action_high - self.action_low)
+        return action if batched else action[0]
+
+
+def policy_metadata(sac: SAC) -> dict[str, Any]:
+    """What a deploy loop needs to feed the policy: observation keys, shapes, dtypes, action bounds."""
+    return {
+        "format_version": FORMAT_VERSION,
+        "obs_spec": {k: [list(shape), np.dtype(dtype).name] for k, (shape, dtype) in sac.obs_spec.items()},
+        "action_low": sac.action_low.cpu().tolist(),
+        "action_high": sac.action_high.cpu().tolist(),
+    }
+
+
+def export_policy(sac: SAC, path: str | Path) -> Path:
+    """Write the actor as TorchScript to ``path`` (conventionally ``policy.pt``); returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    module = torch.jit.script(Policy(sac).cpu())
+    extra = {METADATA_FILE: json.dumps(policy_metadata(sac))}
+    torch.jit.save(module, str(path), _extra_files=extra)
+    return path
+
+
+def export_onnx(sac: SAC, path: str | Path) -> Path:
+    """Write the actor as ONNX (inputs named by observation key, batched; output ``action``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    policy = Policy(sac).cpu()
+    keys = list(sac.obs_spec)
+
+    class _Flat(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.policy = policy
+
+        def forward(self, *inputs: Tensor) -> Tensor:
+            return self.policy(dict(zip(keys, inputs)))
+
+    examples = tuple(
+        torch.zeros((1, *shape), dtype=torch.from_numpy(np.zeros(0, dtype)).dtype)
+        for shape, dtype in sac.obs_spec.values()
+    )
+    torch.onnx.export(
+        _Flat(),
+        examples,
+        str(path),
+        input_names=keys,
+        output_names=["action"],
+        dynamic_axes={**{k: {0: "batch"} for k in keys}, "action": {0: "batch"}},
+        dynamo=False,
+    )
+    return path
+
+
+class LoadedPolicy:
+    """An exported policy: call it with a numpy observation dict, get a float32 action in env units."""
+
+    def __init__(self, module: torch.jit.ScriptModule, metadata: dict[str, Any]) -> None:
+        self.module = module
+        self.metadata = metadata
+        self.obs_spec = {
+            k: (tuple(shape), np.dtype(dtype)) for k, (shape, dtype) in metadata["obs_spec"].items()
+        }
+        self.action_low = np.asarray(metadata["action_low"], np.float32)
+        self.action_high = np.asarray(metadata["action_high"], np.float32)
+
+    @torch.no_grad()
+    def __call__(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
+        tensors: dict[str, Tensor] = {}
+        for key, (_, dtype) in self.obs_spec.items():
+            if key not in obs:
+                raise AgentError(f"observation is missing key {key!r} (policy reads {list(self.obs_spec)})")
+            tensors[key] = torch.as_tensor(np.asarray(obs[key], dtype=dtype))
+        return self.module(tensors).numpy().astype(np.float32)
+
+
+def load_policy(path: str | Path) -> LoadedPolicy:
+    """Load a ``policy.pt`` written by ``export_policy``; raises AgentError if it is not one."""
+    extra = {METADATA_FILE: ""}
+    try:
+        module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
+        metadata = json.loads(extra[METADATA_FILE])
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise AgentError(f"{path}: not a vlmrl policy file ({str(exc).strip().splitlines()[0]})") from None
+    if metadata.get("format_version") != FORMAT_VERSION:
+        raise AgentError(f"{path}: policy format {metadata.get('format_version')}, expected {FORMAT_VERSION}")
+    module.eval()
+    return LoadedPolicy(module, metadata)

@@ -1,0 +1,155 @@
+"""Actor and twin-critic networks of SAC, written so both critics run as one batched matmul per layer."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+class TwinCritic(nn.Module):
+    """``num_critics`` Q-networks with stacked weights: one matmul per layer for all critics together.
+
+    The first layer reads the same input for every critic, so it is one ``addmm`` against the critics'
+    weights side by side; later layers are one ``baddbmm`` over the stacked weights. This halves the
+    matmul calls, parameter tensors and optimizer ops of two separate MLPs with the same arithmetic.
+    Slice ``i`` of every stacked weight belongs to critic ``i``.
+    """
+
+    def __init__(
+        self,
+        input_dim: int,
+        hidden_dims: tuple[int, ...],
+        num_critics: int = 2,
+        layer_norm: bool = False,
+    ) -> None:
+        super().__init__()
+        if len(hidden_dims) == 0:
+            raise ValueError("TwinCritic needs at least one hidden layer")
+        self.num_critics = num_critics
+        self.layer_norm = layer_norm
+        self.first_width = hidden_dims[0]
+        # Same init as nn.Linear: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases.
+        bound = 1.0 / math.sqrt(input_dim)
+        self.first_weight = nn.Parameter(
+            torch.empty(input_dim, num_critics * hidden_dims[0]).uniform_(-bound, bound)
+        )
+        self.first_bias = nn.Parameter(torch.empty(num_critics * hidden_dims[0]).uniform_(-bound, bound))
+        self.weights = nn.ParameterList()
+        self.biases = nn.ParameterList()
+        dims = [*hidden_dims, 1]
+        for fan_in, fan_out in itertools.pairwise(dims):
+            bound = 1.0 / math.sqrt(fan_in)
+            self.weights.append(
+                nn.Parameter(torch.empty(num_critics, fan_in, fan_out).uniform_(-bound, bound))
+            )
+            self.biases.append(nn.Parameter(torch.empty(num_critics, 1, fan_out).uniform_(-bound, bound)))
+        self.norm_gains = nn.ParameterList()
+        self.norm_biases = nn.ParameterList()
+        if layer_norm:
+            for width in hidden_dims:
+                self.norm_gains.append(nn.Parameter(torch.ones(num_critics, 1, width)))
+                self.norm_biases.append(nn.Parameter(torch.zeros(num_critics, 1, width)))
+
+    def _hidden(self, x: Tensor, layer: int, detach_params: bool) -> Tensor:
+        if self.layer_norm:
+            gain, shift = self.norm_gains[layer], self.norm_biases[layer]
+            if detach_params:
+                gain, shift = gain.detach(), shift.detach()
+            x = F.layer_norm(x, (x.shape[-1],)) * gain + shift
+        return F.relu(x) if self.layer_norm else x.relu_()
+
+    def forward(self, features: Tensor, action: Tensor, detach_params: bool = False) -> Tensor:
+        """Q-values of (features, action) for every critic.
+
+        Args:
+            features: float32[B, F] encoded observations.
+            action: float32[B, A] actions in the actor's [-1, 1] units.
+            detach_params: use detached weights, so gradients reach the inputs (the actor) but not
+                the critics; saves the weight-gradient matmuls of the actor loss.
+
+        Returns:
+            float32[num_critics, B].
+        """
+        first_weight: Tensor = self.first_weight
+        first_bias: Tensor = self.first_bias
+        if detach_params:
+            first_weight, first_bias = first_weight.detach(), first_bias.detach()
+        x = torch.addmm(first_bias, torch.cat([features, action], dim=-1), first_weight)
+        # [B, critics * width] -> [critics, B, width], contiguous for the batched matmuls below.
+        x = x.view(x.shape[0], self.num_critics, self.first_width).transpose(0, 1).contiguous()
+        x = self._hidden(x, 0, detach_params)
+        for i in range(len(self.weights)):
+            weight: Tensor = self.weights[i]
+            bias: Tensor = self.biases[i]
+            if detach_params:
+                weight, bias = weight.detach(), bias.detach()
+            x = torch.baddbmm(bias, x, weight)
+            if i < len(self.weights) - 1:
+                x = self._hidden(x, i + 1, detach_params)
+        return x.squeeze(-1)
+
+
+class Actor(nn.Module):
+    """Tanh-Gaussian policy head: features -> (mean, log_std) of a Gaussian squashed by tanh to [-1, 1]."""
+
+    def __init__(
+        self,
+        input_dim: int,
+        action_dim: int,
+        hidden_dims: tuple[int, ...],
+        log_std_min: float = -5.0,
+        log_std_max: float = 2.0,
+    ) -> None:
+        super().__init__()
+        layers: list[nn.Module] = []
+        fan_in = input_dim
+        for width in hidden_dims:
+            layers += [nn.Linear(fan_in, width), nn.ReLU()]
+            fan_in = width
+        self.trunk = nn.Sequential(*layers)
+        self.head = nn.Linear(fan_in, 2 * action_dim)
+        self.log_std_min = log_std_min
+        self.log_std_max = log_std_max
+
+    def forward(self, features: Tensor) -> tuple[Tensor, Tensor]:
+        """Mean and log standard deviation (before tanh), each float32[B, A]."""
+        mean, log_std = self.head(self.trunk(features)).chunk(2, dim=-1)
+        # Smooth squash into [min, max] instead of a hard clamp (gradients never vanish at the bounds).
+        log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (torch.tanh(log_std) + 1.0)
+        return mean, log_std
+
+    def deterministic(self, features: Tensor) -> Tensor:
+        """The mode of the squashed policy, tanh(mean), in [-1, 1]."""
+        mean, _ = self.forward(features)
+        return torch.tanh(mean)
+
+
+def sample_squashed(
+    mean: Tensor, log_std: Tensor, generator: torch.Generator | None = None
+) -> tuple[Tensor, Tensor]:
+    """Reparameterised sample of tanh(N(mean, std)) and its log-probability.
+
+    Args:
+        mean: float32[B, A].
+        log_std: float32[B, A].
+        generator: torch generator for the noise (the agent's own, so runs resume exactly).
+
+    Returns:
+        (action float32[B, A] in [-1, 1], log_prob float32[B]).
+    """
+    noise = torch.randn(mean.shape, generator=generator, dtype=mean.dtype, device=mean.device)
+    return squash(mean, log_std, noise)
+
+
+def squash(mean: Tensor, log_std: Tensor, noise: Tensor) -> tuple[Tensor, Tensor]:
+    """``sample_squashed`` with the standard-normal noise given (float32[B, A])."""
+    pre_tanh = mean + noise * log_std.exp()
+    action = torch.tanh(pre_tanh)
+    gaussian_log_prob = -0.5 * noise.pow(2) - log_std - 0.5 * math.log(2.0 * math.pi)
+    # log(1 - tanh(u)^2) = 2 * (log 2 - u - softplus(-2u)), stable for large |u| (as in the SAC paper, App. C).
+    log_det = 2.0 * (math.log(2.0) - pre_tanh - F.softplus(-2.0 * pre_tanh))
+    return action, (gaussian_log_prob - log_det).sum(dim=-1)

@@ -1,0 +1,255 @@
+"""Soft Actor-Critic, readable top to bottom: networks are built in ``__init__``, one gradient step is ``update``.
+
+SAC (Haarnoja et al. 2018, "Soft Actor-Critic Algorithms and Applications") with twin critics and
+target networks, automatic temperature, optional LayerNorm critics (RLPD), n-step returns through the
+buffer's ``Batch.discount``, PER importance weights, and DrQ for pixels (the conv encoder is trained by
+the critic loss only; the actor sees its features detached).
+
+Speed (compute-bound on CPU): both critics run as one batched matmul per layer; the actor loss goes
+through the critics with detached weights (no weight gradients for the critics there); critic, actor and
+temperature losses touch disjoint parameters, so they share one backward pass and one fused Adam step.
+The actor's gradient therefore uses the critics from before this step's critic update, a simultaneous
+update rather than SB3's sequential one; both are gradient steps on the same objectives.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import Tensor
+
+from agents.augmentation import random_shift
+from agents.config import SACConfig
+from agents.encoders import ObservationEncoder, ObsSpec, is_pixel_key
+from agents.errors import AgentError
+from agents.networks import Actor, TwinCritic, sample_squashed, squash
+from buffer.batch import Batch
+
+
+class SAC:
+    """The learner. ``act`` for acting, ``update`` for one gradient step, ``state_dict`` for checkpoints.
+
+    Args:
+        cfg: hyper-parameters.
+        obs_spec: observation key -> (per-sample shape, dtype) of the keys the agent reads.
+        action_space: a bounded ``gymnasium.spaces.Box``; actions are returned in its (env) units.
+    """
+
+    def __init__(self, cfg: SACConfig, obs_spec: ObsSpec, action_space: gym.spaces.Box) -> None:
+        if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
+            raise AgentError(f"SAC needs a 1-D Box action space, got {action_space}")
+        low, high = np.asarray(action_space.low, np.float64), np.asarray(action_space.high, np.float64)
+        if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high)) and np.all(high > low)):
+            raise AgentError(f"SAC needs finite action bounds with high > low, got low={low} high={high}")
+        if cfg.utd_ratio < 1 or not 0.0 < cfg.tau <= 1.0 or cfg.init_alpha <= 0.0:
+            raise AgentError("SACConfig needs utd_ratio >= 1, 0 < tau <= 1 and init_alpha > 0")
+        self.cfg = cfg
+        self.obs_spec = dict(obs_spec)
+        self.device = torch.device(cfg.device)
+        self.action_dim = int(action_space.shape[0])
+        self.action_low = torch.as_tensor(low, dtype=torch.float32, device=self.device)
+        self.action_high = torch.as_tensor(high, dtype=torch.float32, device=self.device)
+        self.has_pixels = any(is_pixel_key(k) for k in obs_spec)
+        torch.manual_seed(cfg.seed)  # network initialisation
+        self.generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
+
+        # Networks. The encoder belongs to the critic (DrQ); the actor reads its features detached.
+        self.encoder = ObservationEncoder(obs_spec, cfg.pixel, cfg.normalize_obs, cfg.obs_clip).to(
+            self.device
+        )
+        features = self.encoder.feature_dim
+        self.actor = Actor(features, self.action_dim, cfg.hidden_dims, cfg.log_std_min, cfg.log_std_max)
+        self.critic = TwinCritic(features + self.action_dim, cfg.hidden_dims, 2, cfg.layer_norm)
+        self.actor.to(self.device)
+        self.critic.to(self.device)
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        # The target encoder shares the online normaliser (statistics are not polyak-averaged).
+        self.encoder_target = copy.deepcopy(self.encoder).requires_grad_(False)
+        self.encoder_target.normalizer = self.encoder.normalizer
+        self.log_alpha = torch.tensor(
+            math.log(cfg.init_alpha), device=self.device, requires_grad=cfg.autotune_alpha
+        )
+        self.target_entropy = float(-self.action_dim if cfg.target_entropy is None else cfg.target_entropy)
+
+        # One fused Adam over disjoint parameter groups (see the module docstring).
+        groups: list[dict[str, Any]] = [
+            {"params": list(self.actor.parameters()), "lr": cfg.actor_lr},
+            {"params": [*self.critic.parameters(), *self.encoder.parameters()], "lr": cfg.critic_lr},
+        ]
+        if cfg.autotune_alpha:
+            groups.append({"params": [self.log_alpha], "lr": cfg.alpha_lr})
+        self.optimizer = torch.optim.Adam(groups, fused=self.device.type in ("cpu", "cuda"))
+        self._online: list[Tensor] = [*self.critic.parameters(), *self.encoder.pixel_encoders.parameters()]
+        self._target: list[Tensor] = [
+            *self.critic_target.parameters(),
+            *self.encoder_target.pixel_encoders.parameters(),
+        ]
+        self.num_updates = 0
+
+    # ----------------------------------------------------------------------------------------- acting
+    @property
+    def alpha(self) -> float:
+        """Current entropy temperature."""
+        return float(self.log_alpha.detach().exp())
+
+    def to_unit(self, action: Tensor) -> Tensor:
+        """Env units -> the actor's [-1, 1] units."""
+        return (2.0 * (action - self.action_low) / (self.action_high - self.action_low) - 1.0).clamp(
+            -1.0, 1.0
+        )
+
+    def to_env(self, unit_action: Tensor) -> Tensor:
+        """The actor's [-1, 1] units -> env units."""
+        return self.action_low + 0.5 * (unit_action + 1.0) * (self.action_high - self.action_low)
+
+    def obs_to_tensors(self, obs: dict[str, np.ndarray]) -> dict[str, Tensor]:
+        """Numpy observation dict (the keys of ``obs_spec``) -> tensors on the learner's device."""
+        try:
+            return {k: torch.as_tensor(np.asarray(obs[k]), device=self.device) for k in self.obs_spec}
+        except KeyError as exc:
+            raise AgentError(
+                f"observation is missing key {exc.args[0]!r} (agent reads {list(self.obs_spec)})"
+            ) from None
+
+    @torch.no_grad()
+    def act(self, obs: dict[str, np.ndarray], deterministic: bool = False) -> np.ndarray:
+        """Action for one observation (or a batch with a leading axis), float32 in env units."""
+        tensors = self.obs_to_tensors(obs)
+        first = next(iter(self.obs_spec))
+        batched = tensors[first].dim() == len(self.obs_spec[first][0]) + 1
+        if not batched:
+            tensors = {k: v.unsqueeze(0) for k, v in tensors.items()}
+        features = self.encoder(tensors)
+        if deterministic:
+            unit = self.actor.deterministic(features)
+        else:
+            mean, log_std = self.actor(features)
+            unit, _ = sample_squashed(mean, log_std, generator=self.generator)
+        action = self.to_env(unit).cpu().numpy().astype(np.float32)
+        return action if batched else action[0]
+
+    # --------------------------------------------------------------------------------------- learning
+    def update(self, batch: Batch) -> dict[str, Any]:
+        """One gradient step of critics, actor and temperature on ``batch``.
+
+        Returns:
+            Scalar metrics (floats) and ``td_error``: float32[B], mean |Q_i - target| over the critics,
+            for ``ReplayBuffer.update_priorities``.
+        """
+        obs, next_obs = self.obs_to_tensors(batch.obs), self.obs_to_tensors(batch.next_obs)
+        action = self.to_unit(torch.as_tensor(batch.action, device=self.device))
+        reward = torch.as_tensor(batch.reward, device=self.device)
+        discount = torch.as_tensor(batch.discount, device=self.device)
+        weights = torch.as_tensor(batch.weights, device=self.device)
+        self.encoder.normalizer.update(self.encoder.state_vector(obs))
+        if self.has_pixels and self.cfg.pixel.shift_pad_px > 0:
+            pad = self.cfg.pixel.shift_pad_px
+            obs = {k: random_shift(v, pad, self.generator) if is_pixel_key(k) else v for k, v in obs.items()}
+            next_obs = {
+                k: random_shift(v, pad, self.generator) if is_pixel_key(k) else v for k, v in next_obs.items()
+            }
+        noise_shape = (action.shape[0], self.action_dim)
+        next_noise = torch.randn(noise_shape, generator=self.generator, device=self.device)
+        pi_noise = torch.randn(noise_shape, generator=self.generator, device=self.device)
+        loss, td, stats = self._losses(obs, next_obs, action, reward, discount, weights, next_noise, pi_noise)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        with torch.no_grad():
+            torch._foreach_lerp_(self._target, self._online, self.cfg.tau)
+        self.num_updates += 1
+
+        names = ("critic_loss", "actor_loss", "alpha_loss", "alpha", "entropy", "q_mean")
+        metrics: dict[str, Any] = dict(zip(names, stats.tolist()))
+        metrics["td_error"] = td.abs().mean(dim=0).cpu().numpy().astype(np.float32)
+        return metrics
+
+    def _losses(
+        self,
+        obs: dict[str, Tensor],
+        next_obs: dict[str, Tensor],
+        action: Tensor,
+        reward: Tensor,
+        discount: Tensor,
+        weights: Tensor,
+        next_noise: Tensor,
+        pi_noise: Tensor,
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Critic + actor + temperature loss (one scalar), TD errors [critics, B] and the logged scalars.
+
+        A pure function of its tensors (the noise comes in), so ``torch.compile`` can trace it.
+        """
+        alpha = self.log_alpha.detach().exp()
+
+        # Critic target: r + discount * (min_i Q'_i(s', a') - alpha * log pi(a'|s')), a' ~ pi(s').
+        with torch.no_grad():
+            next_features = self.encoder(next_obs) if self.has_pixels else self.encoder_target(next_obs)
+            next_mean, next_log_std = self.actor(next_features)
+            next_action, next_log_prob = squash(next_mean, next_log_std, next_noise)
+            target_features = self.encoder_target(next_obs) if self.has_pixels else next_features
+            next_q = self.critic_target(target_features, next_action).min(dim=0).values
+            target = reward + discount * (next_q - alpha * next_log_prob)
+
+        # Critic loss, importance-weighted (PER); the encoder learns from this loss only.
+        features = self.encoder(obs)
+        q = self.critic(features, action)
+        td = q - target.unsqueeze(0)
+        critic_loss = 0.5 * (weights * td.pow(2)).mean(dim=1).sum()
+
+        # Actor loss through the critics with detached weights, on detached features.
+        actor_features = features.detach()
+        mean, log_std = self.actor(actor_features)
+        pi_action, log_prob = squash(mean, log_std, pi_noise)
+        q_pi = self.critic(actor_features, pi_action, detach_params=True).min(dim=0).values
+        actor_loss = (alpha * log_prob - q_pi).mean()
+        loss = critic_loss + actor_loss
+        alpha_loss = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
+        if self.cfg.autotune_alpha:
+            loss = loss + alpha_loss
+        stats = torch.stack([critic_loss, actor_loss, alpha_loss, alpha, -log_prob.mean(), q.mean()]).detach()
+        return loss, td.detach(), stats
+
+    # ------------------------------------------------------------------------------------- checkpoint
+    def state_dict(self) -> dict[str, Any]:
+        """A snapshot (deep copy) of everything needed to continue training exactly.
+
+        Networks, targets, normaliser statistics, optimizer moments, temperature and the agent's RNG.
+        """
+        state = {
+            "encoder": self.encoder.state_dict(),
+            "encoder_target": self.encoder_target.state_dict(),
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "critic_target": self.critic_target.state_dict(),
+            "log_alpha": self.log_alpha.detach().clone(),
+            "optimizer": self.optimizer.state_dict(),
+            "generator": self.generator.get_state(),
+            "num_updates": self.num_updates,
+        }
+        # A copy, so the snapshot neither changes as training goes on nor shares optimizer moments
+        # with an agent that loads it (Optimizer.load_state_dict may keep the given tensors).
+        return copy.deepcopy(state)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a ``state_dict()``; raises AgentError when it comes from a differently shaped agent."""
+        try:
+            self.encoder.load_state_dict(state["encoder"])
+            self.encoder_target.load_state_dict(state["encoder_target"])
+            self.actor.load_state_dict(state["actor"])
+            self.critic.load_state_dict(state["critic"])
+            self.critic_target.load_state_dict(state["critic_target"])
+            self.optimizer.load_state_dict(state["optimizer"])
+        except (KeyError, RuntimeError, ValueError) as exc:
+            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+            raise AgentError(f"agent checkpoint does not match this agent: {first_line}") from None
+        with torch.no_grad():
+            self.log_alpha.copy_(state["log_alpha"])
+        self.generator.set_state(state["generator"])
+        self.num_updates = int(state["num_updates"])
+        # The target encoder's normaliser is the online one (load_state_dict copied equal values).
+        self.encoder_target.normalizer = self.encoder.normalizer

@@ -1,0 +1,159 @@
+"""Our SAC update vs Stable-Baselines3's, same networks (256x256), batch (256) and state env, one thread.
+
+Both learners get a replay buffer filled with the same random-action transitions of a gymnasium MuJoCo
+state task, then run gradient updates (sampling included) in interleaved rounds; the figure per learner is
+the median rate over rounds. Prints the ratio and writes ``{"ours_updates_per_s", "sb3_updates_per_s",
+"ratio"}`` (plus details) with ``--json PATH``.
+
+    .venv/bin/python benchmarks/sac_vs_sb3.py --quick --json runs/bench/sac_vs_sb3.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from agents.config import SACConfig
+from agents.sac import SAC
+from buffer.batch import Batch
+
+GAMMA = 0.99
+
+
+def collect(env_id: str, steps: int, seed: int) -> dict[str, np.ndarray]:
+    """Random-action transitions of ``env_id``."""
+    env = gym.make(env_id)
+    env.action_space.seed(seed)
+    obs, _ = env.reset(seed=seed)
+    data: dict[str, list] = {
+        k: [] for k in ("obs", "next_obs", "action", "reward", "terminated", "truncated")
+    }
+    for _ in range(steps):
+        action = env.action_space.sample()
+        next_obs, reward, terminated, truncated, _ = env.step(action)
+        for key, value in zip(data, (obs, next_obs, action, reward, terminated, truncated)):
+            data[key].append(value)
+        obs = env.reset()[0] if terminated or truncated else next_obs
+    env.close()
+    return {k: np.asarray(v, dtype=np.float32) for k, v in data.items()}
+
+
+def sample_batch(data: dict[str, np.ndarray], rng: np.random.Generator, batch_size: int) -> Batch:
+    """A uniform one-step batch from ``data`` (what a uniform replay buffer hands the learner)."""
+    idx = rng.integers(0, len(data["reward"]), batch_size)
+    terminated = data["terminated"][idx]
+    return Batch(
+        obs={"state": data["obs"][idx]},
+        action=data["action"][idx],
+        reward=data["reward"][idx],
+        next_obs={"state": data["next_obs"][idx]},
+        terminated=terminated,
+        discount=GAMMA * (1.0 - terminated),
+        weights=np.ones(batch_size, np.float32),
+        indices=idx.astype(np.int64),
+    )
+
+
+def time_ours(
+    agent: SAC, data: dict[str, np.ndarray], rng: np.random.Generator, updates: int, batch: int
+) -> float:
+    start = time.perf_counter()
+    for _ in range(updates):
+        agent.update(sample_batch(data, rng, batch))
+    return updates / (time.perf_counter() - start)
+
+
+def make_sb3(env_id: str, data: dict[str, np.ndarray], hidden: list[int], batch: int, seed: int):
+    from stable_baselines3 import SAC as SB3SAC
+
+    env = gym.make(env_id)
+    model = SB3SAC(
+        "MlpPolicy",
+        env,
+        batch_size=batch,
+        buffer_size=len(data["reward"]) + 1,
+        learning_starts=0,
+        gamma=GAMMA,
+        policy_kwargs={"net_arch": hidden},
+        seed=seed,
+        device="cpu",
+    )
+    for i in range(len(data["reward"])):
+        model.replay_buffer.add(
+            data["obs"][i : i + 1],
+            data["next_obs"][i : i + 1],
+            data["action"][i : i + 1],
+            data["reward"][i : i + 1],
+            data["terminated"][i : i + 1],
+            [{"TimeLimit.truncated": bool(data["truncated"][i])}],
+        )
+    model._setup_learn(total_timesteps=1)  # creates the logger train() writes to
+    return model
+
+
+def time_sb3(model, updates: int, batch: int) -> float:
+    start = time.perf_counter()
+    model.train(gradient_steps=updates, batch_size=batch)
+    return updates / (time.perf_counter() - start)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="short run (fewer updates and rounds)")
+    parser.add_argument("--json", type=Path, default=None, help="write the figures to this JSON file")
+    parser.add_argument("--env", default="HalfCheetah-v5", help="gymnasium state env id")
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--hidden", type=int, nargs="+", default=[256, 256])
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    updates, rounds = (100, 3) if args.quick else (500, 5)
+    data = collect(args.env, 5000 if args.quick else 20000, seed=0)
+    obs_dim = data["obs"].shape[1]
+    env = gym.make(args.env)
+    ours = SAC(
+        SACConfig(hidden_dims=tuple(args.hidden), normalize_obs=False),
+        {"state": ((obs_dim,), np.dtype(np.float32))},
+        env.action_space,
+    )
+    sb3 = make_sb3(args.env, data, args.hidden, args.batch_size, seed=0)
+    rng = np.random.default_rng(0)
+    time_ours(ours, data, rng, 10, args.batch_size)  # warm-up both
+    time_sb3(sb3, 10, args.batch_size)
+    ours_rates, sb3_rates = [], []
+    for _ in range(rounds):
+        ours_rates.append(time_ours(ours, data, rng, updates, args.batch_size))
+        sb3_rates.append(time_sb3(sb3, updates, args.batch_size))
+    result = {
+        "ours_updates_per_s": statistics.median(ours_rates),
+        "sb3_updates_per_s": statistics.median(sb3_rates),
+    }
+    result["ratio"] = result["ours_updates_per_s"] / result["sb3_updates_per_s"]
+    details = {
+        "env": args.env,
+        "batch_size": args.batch_size,
+        "hidden": args.hidden,
+        "updates_per_round": updates,
+        "rounds": rounds,
+        "torch_threads": torch.get_num_threads(),
+        "ours_rounds": ours_rates,
+        "sb3_rounds": sb3_rates,
+    }
+    print(
+        f"SAC updates/s ({args.env}, batch {args.batch_size}, hidden {args.hidden}, 1 thread): "
+        f"ours {result['ours_updates_per_s']:.1f}  sb3 {result['sb3_updates_per_s']:.1f}  ratio {result['ratio']:.2f}"
+    )
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({**result, "details": details}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,48 @@
+"""Augmentation and observation normalisation."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from agents.augmentation import random_shift
+from agents.normalizer import RunningNormalizer
+
+
+def test_random_shift_moves_whole_images_by_at_most_pad_pixels() -> None:
+    images = torch.arange(2 * 10 * 12 * 3, dtype=torch.int64).reshape(2, 10, 12, 3).to(torch.uint8)
+    images = torch.randint(
+        0, 256, (8, 10, 12, 3), dtype=torch.uint8, generator=torch.Generator().manual_seed(0)
+    )
+    shifted = random_shift(images, 2, torch.Generator().manual_seed(1))
+    assert shifted.shape == images.shape and shifted.dtype == torch.uint8
+    padded = np.pad(images.numpy(), ((0, 0), (2, 2), (2, 2), (0, 0)), mode="edge")
+    moved = 0
+    for i in range(len(images)):
+        matches = [
+            (dy, dx)
+            for dy in range(5)
+            for dx in range(5)
+            if np.array_equal(padded[i, dy : dy + 10, dx : dx + 12], shifted[i].numpy())
+        ]
+        assert matches, f"image {i} is not a replicate-padded crop"
+        moved += matches[0] != (2, 2)
+    assert moved > 0
+    assert torch.equal(random_shift(images, 0), images)
+
+
+def test_running_normalizer_matches_the_statistics_of_all_batches() -> None:
+    rng = np.random.default_rng(0)
+    data = rng.normal(3.0, 2.0, size=(300, 4))
+    norm = RunningNormalizer(4, clip=100.0)
+    for chunk in np.split(data, [7, 100, 101, 250]):
+        norm.update(torch.as_tensor(chunk, dtype=torch.float32))
+    np.testing.assert_allclose(norm.mean.numpy(), data.mean(0), rtol=1e-5)
+    np.testing.assert_allclose(norm.var.numpy(), data.var(0), rtol=1e-4)
+    out = norm(torch.as_tensor(data, dtype=torch.float32)).numpy()
+    np.testing.assert_allclose(out.mean(0), 0.0, atol=1e-4)
+    np.testing.assert_allclose(out.std(0), 1.0, atol=1e-3)
+    clipped = RunningNormalizer(4, clip=1.0)
+    clipped.update(torch.as_tensor(data, dtype=torch.float32))
+    assert float(clipped(torch.full((1, 4), 1e6)).max()) == 1.0
+    assert torch.equal(RunningNormalizer(4, enabled=False)(torch.full((1, 4), 5.0)), torch.full((1, 4), 5.0))

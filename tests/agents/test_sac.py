@@ -1,0 +1,204 @@
+"""SAC: update semantics (weights, discounts, TD errors), encoder training, checkpoints, bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from agents.config import PixelEncoderConfig, SACConfig
+from agents.errors import AgentError
+from agents.networks import TwinCritic
+from agents.sac import SAC
+from buffer.batch import Batch
+
+STATE_SPEC = {"state": ((5,), np.dtype(np.float32))}
+PIXEL_SPEC = {"state": ((3,), np.dtype(np.float32)), "pixels/front": ((24, 24, 3), np.dtype(np.uint8))}
+SMALL = SACConfig(hidden_dims=(32, 32), pixel=PixelEncoderConfig(channels=4, num_layers=2, feature_dim=8))
+
+
+def box(dim: int = 2, low: float = -2.0, high: float = 3.0) -> gym.spaces.Box:
+    return gym.spaces.Box(low, high, (dim,), np.float32)
+
+
+def random_obs(spec, batch: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    obs = {}
+    for key, (shape, dtype) in spec.items():
+        if dtype == np.uint8:
+            obs[key] = rng.integers(0, 256, (batch, *shape), dtype=np.uint8)
+        else:
+            obs[key] = rng.normal(size=(batch, *shape)).astype(np.float32)
+    return obs
+
+
+def random_batch(spec, batch: int = 16, seed: int = 0, action_dim: int = 2, **overrides) -> Batch:
+    rng = np.random.default_rng(seed)
+    fields = {
+        "obs": random_obs(spec, batch, rng),
+        "action": rng.uniform(-2.0, 3.0, (batch, action_dim)).astype(np.float32),
+        "reward": rng.normal(size=batch).astype(np.float32),
+        "next_obs": random_obs(spec, batch, rng),
+        "terminated": np.zeros(batch, np.float32),
+        "discount": np.full(batch, 0.99, np.float32),
+        "weights": np.ones(batch, np.float32),
+        "indices": np.arange(batch, dtype=np.int64),
+    }
+    fields.update(overrides)
+    return Batch(**fields)
+
+
+def params(module: torch.nn.Module) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in module.parameters()]
+
+
+def same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
+    return all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def test_twin_critic_is_two_independent_mlps() -> None:
+    torch.manual_seed(0)
+    critic = TwinCritic(7, (16, 8), num_critics=2)
+    features, action = torch.randn(5, 5), torch.randn(5, 2)
+    q = critic(features, action)
+    x = torch.cat([features, action], dim=-1)
+    for i in range(2):
+        h = torch.relu(
+            x @ critic.first_weight[:, i * 16 : (i + 1) * 16] + critic.first_bias[i * 16 : (i + 1) * 16]
+        )
+        h = torch.relu(h @ critic.weights[0][i] + critic.biases[0][i])
+        expected = (h @ critic.weights[1][i] + critic.biases[1][i]).squeeze(-1)
+        torch.testing.assert_close(q[i], expected)
+
+
+def test_update_returns_metrics_and_per_sample_td_errors() -> None:
+    sac = SAC(SMALL, STATE_SPEC, box())
+    metrics = sac.update(random_batch(STATE_SPEC, batch=16))
+    for key in ("critic_loss", "actor_loss", "alpha_loss", "alpha", "entropy", "q_mean"):
+        assert np.isfinite(metrics[key]), key
+    assert metrics["td_error"].shape == (16,)
+    assert metrics["td_error"].dtype == np.float32
+    assert np.all(metrics["td_error"] >= 0)
+    assert sac.num_updates == 1
+
+
+def test_zero_importance_weights_leave_the_critics_untouched() -> None:
+    sac = SAC(SMALL, STATE_SPEC, box())
+    critic_before, actor_before = params(sac.critic), params(sac.actor)
+    sac.update(random_batch(STATE_SPEC, weights=np.zeros(16, np.float32)))
+    assert same(critic_before, params(sac.critic))
+    assert not same(actor_before, params(sac.actor))
+
+
+def test_discount_zero_makes_the_critic_regress_the_reward() -> None:
+    """With discount 0 (terminal / n-step end) the target is the reward itself, whatever V(s') is."""
+    cfg = SACConfig(hidden_dims=(64, 64), critic_lr=3e-3, normalize_obs=False)
+    sac = SAC(cfg, STATE_SPEC, box())
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        obs = random_obs(STATE_SPEC, 64, rng)
+        action = rng.uniform(-2, 3, (64, 2)).astype(np.float32)
+        reward = (obs["state"][:, 0] + action[:, 1]).astype(np.float32)
+        batch = random_batch(
+            STATE_SPEC, 64, action=action, obs=obs, reward=reward, discount=np.zeros(64, np.float32)
+        )
+        metrics = sac.update(batch)
+    assert float(np.mean(metrics["td_error"])) < 0.25
+
+
+def test_pixel_encoder_is_trained_by_the_critic_only() -> None:
+    sac = SAC(SMALL, PIXEL_SPEC, box())
+    encoder_before = params(sac.encoder)
+    sac.update(random_batch(PIXEL_SPEC, weights=np.zeros(16, np.float32)))  # critic loss 0: actor loss only
+    assert same(encoder_before, params(sac.encoder))
+    sac.update(random_batch(PIXEL_SPEC, seed=1))
+    assert not same(encoder_before, params(sac.encoder))
+
+
+def test_target_networks_follow_by_polyak_averaging() -> None:
+    sac = SAC(SACConfig(hidden_dims=(16,), tau=0.25), STATE_SPEC, box())
+    target_before = params(sac.critic_target)
+    sac.update(random_batch(STATE_SPEC))
+    for old, online, new in zip(target_before, params(sac.critic), params(sac.critic_target)):
+        torch.testing.assert_close(new, 0.75 * old + 0.25 * online)
+
+
+def test_temperature_is_learned_only_when_autotuned() -> None:
+    tuned = SAC(SMALL, STATE_SPEC, box())
+    fixed = SAC(SACConfig(hidden_dims=(32, 32), autotune_alpha=False, init_alpha=0.2), STATE_SPEC, box())
+    for seed in range(3):
+        tuned.update(random_batch(STATE_SPEC, seed=seed))
+        fixed.update(random_batch(STATE_SPEC, seed=seed))
+    assert tuned.alpha != pytest.approx(1.0)
+    assert fixed.alpha == pytest.approx(0.2)
+
+
+def test_layer_norm_critics_train() -> None:
+    sac = SAC(SACConfig(hidden_dims=(32, 32), layer_norm=True), STATE_SPEC, box())
+    before = params(sac.critic)
+    metrics = sac.update(random_batch(STATE_SPEC))
+    assert np.isfinite(metrics["critic_loss"])
+    assert len(before) == 2 + 2 * 2 + 2 * 2  # first layer, two stacked layers, two LayerNorms
+    assert not same(before, params(sac.critic))
+
+
+def test_actions_are_in_env_units_and_deterministic_mode_is_repeatable() -> None:
+    sac = SAC(SMALL, PIXEL_SPEC, box(3, low=10.0, high=20.0))
+    obs = {k: v[0] for k, v in random_obs(PIXEL_SPEC, 1, np.random.default_rng(0)).items()}
+    samples = np.stack([sac.act(obs) for _ in range(50)])
+    assert samples.shape == (50, 3) and samples.dtype == np.float32
+    assert np.all((samples >= 10.0) & (samples <= 20.0))
+    assert samples.std(axis=0).min() > 0
+    np.testing.assert_array_equal(sac.act(obs, deterministic=True), sac.act(obs, deterministic=True))
+    batched = sac.act(random_obs(PIXEL_SPEC, 4, np.random.default_rng(1)), deterministic=True)
+    assert batched.shape == (4, 3)
+
+
+def test_state_dict_resumes_bit_for_bit() -> None:
+    a = SAC(SMALL, PIXEL_SPEC, box())
+    for seed in range(2):
+        a.update(random_batch(PIXEL_SPEC, seed=seed))
+    b = SAC(dataclasses.replace(SMALL, seed=7), PIXEL_SPEC, box())
+    b.load_state_dict(a.state_dict())
+    for seed in range(2, 4):
+        ma, mb = a.update(random_batch(PIXEL_SPEC, seed=seed)), b.update(random_batch(PIXEL_SPEC, seed=seed))
+        np.testing.assert_array_equal(ma["td_error"], mb["td_error"])
+    assert same(params(a.actor), params(b.actor))
+    assert same(params(a.critic_target), params(b.critic_target))
+    obs = {k: v[0] for k, v in random_obs(PIXEL_SPEC, 1, np.random.default_rng(5)).items()}
+    np.testing.assert_array_equal(a.act(obs), b.act(obs))
+
+
+def test_bad_inputs_raise_agent_errors() -> None:
+    with pytest.raises(AgentError, match="finite action bounds"):
+        SAC(SMALL, STATE_SPEC, gym.spaces.Box(-np.inf, np.inf, (2,), np.float32))
+    with pytest.raises(AgentError, match="pixels/front"):
+        SAC(SMALL, {"pixels/front": ((24, 24, 3), np.dtype(np.float32))}, box())
+    sac = SAC(SMALL, STATE_SPEC, box())
+    with pytest.raises(AgentError, match="missing key 'state'"):
+        sac.act({"pixels/front": np.zeros((24, 24, 3), np.uint8)})
+    other = SAC(SACConfig(hidden_dims=(8,)), STATE_SPEC, box())
+    with pytest.raises(AgentError, match="does not match"):
+        sac.load_state_dict(other.state_dict())
+
+
+def test_sac_learns_a_contextual_bandit() -> None:
+    """One-step task: reward -(a - target(s))^2; the deterministic policy must track the target."""
+    cfg = SACConfig(hidden_dims=(64, 64), actor_lr=1e-3, critic_lr=1e-3, init_alpha=0.1, tau=0.05)
+    sac = SAC(cfg, {"state": ((2,), np.dtype(np.float32))}, box(1, low=-1.0, high=1.0))
+    rng = np.random.default_rng(0)
+
+    def target(state: np.ndarray) -> np.ndarray:
+        return 0.8 * np.tanh(state[:, :1] - state[:, 1:])
+
+    for _ in range(400):
+        obs = {"state": rng.uniform(-1, 1, (64, 2)).astype(np.float32)}
+        action = sac.act(obs)
+        reward = -np.square(action - target(obs["state"])).sum(axis=1).astype(np.float32)
+        ones = np.ones(64, np.float32)
+        sac.update(Batch(obs, action, reward, obs, ones, 0 * ones, ones, np.arange(64)))
+    test = {"state": rng.uniform(-1, 1, (200, 2)).astype(np.float32)}
+    error = np.abs(sac.act(test, deterministic=True) - target(test["state"]))
+    assert float(error.mean()) < 0.1
