@@ -34,3 +34,124 @@ def make_clips(n=3, length=5, side=24, seed=0):
 @pytest.fixture
 def clips():
     return make_clips()
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ServerProcess:
+    """A real server process on 127.0.0.1 (`vlmrl serve`, or a fake for fault tests); waits for /health."""
+
+    def __init__(self, argv, port, tmp_path, env=None):
+        import os
+        import subprocess
+        import sys
+
+        self.port, self.argv = port, argv
+        self.url = f"http://127.0.0.1:{port}/v1"
+        self.log = open(tmp_path / f"server-{port}.log", "ab")  # noqa: SIM115 - closed in stop()
+        full_env = {**os.environ, **(env or {})}
+        self.proc = subprocess.Popen(
+            [sys.executable, *argv], stdout=self.log, stderr=subprocess.STDOUT, env=full_env
+        )
+        self._wait_healthy()
+
+    def _wait_healthy(self, timeout_s=90):
+        import time
+
+        import httpx
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}; see {self.log.name}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"server not healthy after {timeout_s} s; see {self.log.name}")
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait(10)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except Exception:
+                self.kill()
+        self.log.close()
+
+
+def serve_argv(port, scorer_args, *server_args, run_dir):
+    return [
+        "-m",
+        "vlmrl",
+        "serve",
+        "--server.port",
+        str(port),
+        "--run-dir",
+        str(run_dir),
+        *server_args,
+        *scorer_args,
+    ]
+
+
+@pytest.fixture(scope="module")
+def hf_server(vlm_dirs, tmp_path_factory):
+    """`vlmrl serve` over the tiny Idefics3 model, with an API key."""
+    tmp = tmp_path_factory.mktemp("hf-server")
+    port = free_port()
+    scorer = ["scorer:hf", "--scorer.model", vlm_dirs["idefics3"], "--scorer.num-frames", "3"]
+    server = ServerProcess(
+        serve_argv(
+            port, scorer, "--server.max-images", "6", "--server.max-request-bytes", "2000000", run_dir=tmp
+        ),
+        port,
+        tmp,
+        env={"VLMRL_API_KEY": "sekret"},
+    )
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def clip_factory():
+    return make_clips
+
+
+@pytest.fixture
+def start_server(tmp_path):
+    """Factory: start_server(argv, port=None, env=None) -> ServerProcess; all are stopped at teardown.
+
+    ``argv`` may contain the placeholder "{port}" (replaced by the chosen free port).
+    """
+    started = []
+
+    def start(argv, port=None, env=None):
+        port = port or free_port()
+        server = ServerProcess([str(a).replace("{port}", str(port)) for a in argv], port, tmp_path, env)
+        started.append(server)
+        return server
+
+    start.free_port = free_port
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def oracle_argv(tmp_path):
+    def argv(*scorer_args):
+        return serve_argv("{port}", ["scorer:oracle", *scorer_args], run_dir=tmp_path / "serve")
+
+    return argv
