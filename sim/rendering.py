@@ -73,13 +73,22 @@ def select_gl_backend(preferred: str = "auto") -> str:
 
 
 _LIVE: weakref.WeakSet[FrameRenderer] = weakref.WeakSet()
+_HOOKED = False
 
 
-@atexit.register
 def _close_live_renderers() -> None:
     # OpenGL contexts freed during interpreter teardown raise noisy EGL errors; free them first.
     for renderer in list(_LIVE):
         renderer.close()
+
+
+def _track(renderer: FrameRenderer) -> None:
+    global _HOOKED
+    if not _HOOKED:
+        # Registered after mujoco's own GL exit handlers, so (atexit being last-in-first-out) it runs first.
+        atexit.register(_close_live_renderers)
+        _HOOKED = True
+    _LIVE.add(renderer)
 
 
 class FrameRenderer:
@@ -106,7 +115,7 @@ class FrameRenderer:
         flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
         flags[mujoco.mjtRndFlag.mjRND_SKYBOX] = 0
         self._closed = False
-        _LIVE.add(self)
+        _track(self)
 
     def render(self, data: Any, camera: str | int) -> np.ndarray:
         """uint8[H, W, 3] frame of ``camera`` for the current ``data`` (row 0 at the top)."""
