@@ -1,0 +1,121 @@
+"""vlmrl score on a zarr episode store and on a LeRobotDataset directory, with the oracle scorer."""
+
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import zarr
+
+from buffer import BufferConfig, make_buffer
+from robot.config import SO101_JOINT_KEYS
+from robot.lerobot_dataset import EpisodeArrays, write_lerobot_dataset
+from vlm.config import AuxRewardConfig, OracleConfig
+from vlmrl import cli
+from vlmrl.errors import ConfigError
+from vlmrl.pipelines import score
+
+OBS = {"state": ((6,), np.dtype(np.float32)), "pixels/front": ((24, 24, 3), np.dtype(np.uint8))}
+
+
+def make_store(path, lengths=(9, 5)):
+    buf = make_buffer(
+        BufferConfig(storage="zarr", capacity_steps=64), OBS, 6, ("success", "progress"), path=str(path)
+    )
+    for t in lengths:
+        progress = np.linspace(0, 1, t + 1).astype(np.float32)
+        buf.add_episode(
+            obs={
+                "state": np.zeros((t + 1, 6), np.float32),
+                "pixels/front": np.full((t + 1, 24, 24, 3), 90, np.uint8),
+            },
+            action=np.zeros((t, 6), np.float32),
+            reward=np.zeros(t, np.float32),
+            terminated=np.eye(1, t, t - 1, dtype=bool)[0],
+            truncated=np.zeros(t, bool),
+            info={"success": (progress >= 1).astype(np.float32), "progress": progress},
+        )
+    buf.close()
+    zarr.open_group(str(path), mode="a").attrs["vlmrl_record"] = {
+        "task_description": "Pick up the red cube.",
+        "control_hz": 10.0,
+    }
+
+
+def test_score_a_zarr_store_writes_scores_into_it_and_a_report(tmp_path):
+    store = tmp_path / "episodes.zarr"
+    make_store(store)
+    cfg = score.Config(
+        episodes=store,
+        scorer=OracleConfig(),
+        clip_length=3,
+        clip_stride=2,
+        aux=AuxRewardConfig(kind="scaled"),
+    )
+    assert score.main(cfg) == 0
+    report = tmp_path / "episodes.zarr-report"
+    summary = json.loads((report / "summary.json").read_text())
+    rows = summary["episodes"]
+    assert [r["steps"] for r in rows] == [10, 6] and [r["clips"] for r in rows] == [2, 1]
+    # Oracle "progress/last": a clip's score is the progress at its last frame (steps 4 and 8 of 9).
+    assert rows[0]["final_score"] == pytest.approx(8 / 9, abs=1e-5)
+    assert rows[0]["aux_return"] == pytest.approx(4 / 9 + 8 / 9, abs=1e-5)
+    assert (report / "episode_0.mp4").stat().st_size > 0 and "| episode |" in (
+        report / "summary.md"
+    ).read_text()
+    # Written beside the data: the store now holds the scorer's columns, and reopens with them.
+    buf = make_buffer(
+        BufferConfig(storage="zarr", capacity_steps=64), OBS, 6, ("success", "progress"), path=str(store)
+    )
+    scorer_id = summary["scorer_id"]
+    assert (
+        f"scores/{scorer_id}" in buf.storage.columns() and f"aux_reward/{scorer_id}" in buf.storage.columns()
+    )
+    scores = buf.storage.read(f"scores/{scorer_id}", np.arange(0, 9))
+    assert scores[:6] == pytest.approx(np.full(6, 4 / 9), abs=1e-5)
+    buf.close()
+
+
+def test_score_a_lerobot_dataset_writes_a_sidecar_parquet(tmp_path):
+    def episode(t):
+        progress = np.linspace(0, 1, t, dtype=np.float32)
+        return EpisodeArrays(
+            state=np.zeros((t, 6), np.float32),
+            action=np.zeros((t, 6), np.float32),
+            frames={"front": np.full((t, 32, 32, 3), 128, np.uint8)},
+            reward=np.zeros(t, np.float32),
+            success=progress >= 1,
+            task="Pick up the red cube.",
+            extra={"progress": progress},
+        )
+
+    root = write_lerobot_dataset(
+        tmp_path / "ds", [episode(8), episode(6)], fps=10, joint_keys=SO101_JOINT_KEYS, robot_type="sim_so101"
+    )
+    before = sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file())
+    cfg = score.Config(
+        episodes=root, scorer=OracleConfig(), clip_length=4, clip_stride=1, out_dir=tmp_path / "report"
+    )
+    assert score.main(cfg) == 0
+    rows = json.loads((tmp_path / "report" / "summary.json").read_text())["episodes"]
+    assert [r["steps"] for r in rows] == [8, 6] and rows[0]["success"] is True
+    sidecar = next((root / "vlmrl_scores").glob("*[!s].parquet"))
+    table = pq.read_table(sidecar)
+    assert table.num_rows == 14 and set(table.column_names) >= {
+        "episode_index",
+        "frame_index",
+        "score",
+        "aux_reward",
+    }
+    assert b"prompt_hash" in table.schema.metadata[b"vlmrl"]
+    after = sorted(
+        p.relative_to(root) for p in root.rglob("*") if p.is_file() and "vlmrl_scores" not in p.parts
+    )
+    assert after == before  # the dataset's own files are untouched
+
+
+def test_bad_inputs_are_one_line_errors(tmp_path, capsys):
+    with pytest.raises(ConfigError, match="no such file"):
+        score.main(score.Config(episodes=tmp_path / "nope"))
+    assert cli.main(["score", str(tmp_path)]) == 1
+    assert "neither a vlmrl zarr store" in capsys.readouterr().err
