@@ -10,6 +10,7 @@ both variables to the first that renders.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import subprocess
 import sys
@@ -89,6 +90,18 @@ def _track(renderer: FrameRenderer) -> None:
         atexit.register(_close_live_renderers)
         _HOOKED = True
     _LIVE.add(renderer)
+
+
+def prepare_gl_backend() -> None:
+    """Best-effort ``select_gl_backend("auto")`` for modules about to import mujoco: never raises.
+
+    Does nothing when ``MUJOCO_GL`` is set or mujoco is already imported; when no backend works, state-only
+    use still runs and the first ``FrameRenderer`` reports the problem.
+    """
+    if os.environ.get("MUJOCO_GL") or "mujoco" in sys.modules:
+        return
+    with contextlib.suppress(SimError):
+        select_gl_backend("auto")
 
 
 class FrameRenderer:

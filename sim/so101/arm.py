@@ -5,14 +5,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-import mujoco
 import numpy as np
 
 from robot.contract import JOINT_NAMES
 from sim.errors import SimError
-from sim.rendering import FrameRenderer
+from sim.rendering import FrameRenderer, prepare_gl_backend
 from sim.so101 import geometry as g
 from sim.so101.scene import PARKED_POS, build_scene_xml
+
+prepare_gl_backend()  # MuJoCo reads MUJOCO_GL once, when first imported: choose EGL/OSMesa before that.
+
+import mujoco  # noqa: E402
 
 CAMERAS: tuple[str, ...] = ("front", "wrist")
 """Cameras of the twin: a fixed one facing the arm and one on the gripper."""
