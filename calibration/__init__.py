@@ -13,6 +13,7 @@ from calibration.intrinsics import (
     IntrinsicsResult,
     Undistorter,
     calibrate_intrinsics,
+    distortion_maps,
     estimate_board_pose,
     undistortion_maps,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "calibrate_hand_eye",
     "calibrate_intrinsics",
     "default_calibration_dir",
+    "distortion_maps",
     "estimate_board_pose",
     "load_camera",
     "load_hand_eye",

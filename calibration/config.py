@@ -40,8 +40,9 @@ class IntrinsicsConfig:
     rejected and the fit repeated without it."""
     outlier_min_px: float = 1.0
     """Views under this reprojection RMS (pixels) are never rejected as outliers."""
-    distortion: Literal["none", "k1k2", "k1k2p1p2", "k1k2p1p2k3"] = "k1k2p1p2k3"
-    """Which lens distortion coefficients are fitted (the rest are held at zero)."""
+    distortion: Literal["none", "k1k2", "k1k2p1p2", "k1k2p1p2k3"] = "k1k2p1p2"
+    """Which lens distortion coefficients are fitted (the rest are held at zero). k3 only for wide-angle
+    lenses with views reaching the image corners: otherwise it overfits."""
     fix_aspect_ratio: bool = False
     """Fit a single focal length (fx = fy); good for few or near-frontal views."""
 

@@ -259,6 +259,27 @@ def undistortion_maps(
     return map_x, map_y, CameraIntrinsics(new_matrix, np.zeros(5), intrinsics.image_size)
 
 
+def distortion_maps(intrinsics: CameraIntrinsics) -> tuple[np.ndarray, np.ndarray]:
+    """Remap tables that turn an ideal pinhole image (camera matrix unchanged) into a distorted one.
+
+    The inverse of ``undistortion_maps``: ``cv2.remap(pinhole, map_x, map_y, cv2.INTER_LINEAR)`` makes a
+    simulated frame look like the raw frame of the calibrated lens.
+    """
+    width, height = intrinsics.image_size
+    xs, ys = np.meshgrid(np.arange(width, dtype=np.float64), np.arange(height, dtype=np.float64))
+    distorted = np.stack([xs.ravel(), ys.ravel()], axis=1).reshape(-1, 1, 2)
+    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 20, 1e-6)
+    ideal = cv2.undistortPointsIter(
+        distorted,
+        intrinsics.camera_matrix,
+        intrinsics.dist_coeffs,
+        np.eye(3),
+        intrinsics.camera_matrix,
+        criteria,
+    ).reshape(height, width, 2)
+    return ideal[..., 0].astype(np.float32), ideal[..., 1].astype(np.float32)
+
+
 class Undistorter:
     """Undistorts frames of one calibrated camera (maps built once); ``intrinsics`` is the output camera."""
 

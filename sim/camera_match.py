@@ -18,14 +18,16 @@ body frame, metres. MuJoCo cameras look down -z with y up; the conversion is don
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import cv2
 import mujoco
 import numpy as np
 
-from calibration import CameraIntrinsics, load_camera, load_hand_eye
+from calibration import CameraIntrinsics, distortion_maps, load_camera, load_hand_eye
 from calibration.transforms import opencv_to_mujoco_camera
 from sim.errors import SimError
 
@@ -55,6 +57,8 @@ class SimCamera:
     """float64[3, 3] the calibrated camera matrix being matched."""
     sim_camera_matrix: np.ndarray
     """float64[3, 3] the camera matrix the sim really renders, after cropping."""
+    dist_coeffs: np.ndarray = field(default_factory=lambda: np.zeros(5))
+    """float64[5] the calibrated lens distortion; ``CameraRenderer(distort=True)`` applies it."""
 
     @property
     def principal_offset_px(self) -> tuple[float, float]:
@@ -134,6 +138,7 @@ def match_camera(
     """
     width, height = intrinsics.image_size
     matrix = np.asarray(intrinsics.camera_matrix, dtype=np.float64)
+    dist = np.asarray(intrinsics.dist_coeffs, dtype=np.float64).reshape(-1)[:5].copy()
     fx, fy, cx, cy = matrix[0, 0], matrix[1, 1], matrix[0, 2], matrix[1, 2]
     if method not in ("intrinsic", "crop"):
         raise SimError(f"camera match method {method!r}: expected 'intrinsic' or 'crop'")
@@ -160,6 +165,7 @@ def match_camera(
             (0, 0),
             matrix,
             matrix.copy(),
+            dist,
         )
 
     # Render an image whose centre is the calibrated principal point, then crop the real frame from it.
@@ -185,6 +191,7 @@ def match_camera(
         (offset_x, offset_y),
         matrix,
         sim_matrix,
+        dist,
     )
 
 
@@ -233,13 +240,29 @@ def _mujoco_principal(matrix: np.ndarray, image_size: tuple[int, int]) -> tuple[
 
 
 class CameraRenderer:
-    """Renders a matched camera at the real camera's image size (cropping when the match needs it)."""
+    """Renders a matched camera at the real camera's image size (cropping when the match needs it).
 
-    def __init__(self, model: mujoco.MjModel, camera: str, sim_camera: SimCamera) -> None:
+    With ``distort=True`` frames get the calibrated lens distortion, like the raw real frames; without it
+    they match real frames undistorted by ``calibration.Undistorter``.
+    """
+
+    def __init__(
+        self, model: mujoco.MjModel, camera: str, sim_camera: SimCamera, distort: bool = False
+    ) -> None:
         self.camera_id = apply_camera(model, camera, sim_camera)
         self.sim_camera = sim_camera
+        self._maps = None
+        if distort and np.any(sim_camera.dist_coeffs):
+            lens = CameraIntrinsics(sim_camera.camera_matrix, sim_camera.dist_coeffs, sim_camera.image_size)
+            self._maps = distortion_maps(lens)
         width, height = sim_camera.render_size
-        self._renderer = mujoco.Renderer(model, height=height, width=width)
+        try:
+            self._renderer = mujoco.Renderer(model, height=height, width=width)
+        except Exception as error:
+            raise SimError(
+                f"cannot create a {width}x{height} MUJOCO_GL={os.environ.get('MUJOCO_GL', '(unset)')} rendering "
+                f"context ({error}); set MUJOCO_GL=egl or MUJOCO_GL=osmesa"
+            ) from None
 
     def render(self, data: mujoco.MjData) -> np.ndarray:
         """uint8[H, W, 3] RGB at the real camera's size, row 0 at the top."""
@@ -247,7 +270,12 @@ class CameraRenderer:
         frame = self._renderer.render()
         x, y = self.sim_camera.crop_offset_px
         width, height = self.sim_camera.image_size
-        return frame[y : y + height, x : x + width].copy()
+        frame = frame[y : y + height, x : x + width]
+        if self._maps is not None:
+            return cv2.remap(
+                frame, self._maps[0], self._maps[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
+            )
+        return frame.copy()
 
     def close(self) -> None:
         """Frees the GL context."""

@@ -8,6 +8,7 @@ from calibration import (
     IntrinsicsConfig,
     Undistorter,
     calibrate_intrinsics,
+    distortion_maps,
     estimate_board_pose,
     undistortion_maps,
 )
@@ -92,3 +93,23 @@ def test_undistortion_maps_send_each_pixel_to_its_distorted_source():
     assert undistort(np.zeros((480, 640, 3), np.uint8)).shape == (480, 640, 3)
     with pytest.raises(CalibrationError, match="frame is 320x240 but the camera was calibrated at 640x480"):
         undistort(np.zeros((240, 320, 3), np.uint8))
+
+
+def test_distortion_maps_invert_the_undistortion_maps():
+    lens = CameraIntrinsics(
+        np.array([[480.0, 0, 322], [0, 482.0, 236], [0, 0, 1]]),
+        np.array([-0.3, 0.1, 0.0, 0.0, 0.0]),
+        (640, 480),
+    )
+    ideal_x, ideal_y = distortion_maps(lens)
+    rays = np.array([[0.3, -0.2, 1.0], [-0.4, 0.25, 1.0], [0.05, 0.1, 1.0]])
+    distorted = lens.project(rays, np.eye(4))
+    ideal = lens.project(rays, np.eye(4), distort=False)
+    for (u, v), (x, y) in zip(np.round(distorted).astype(int), ideal):
+        assert abs(ideal_x[v, u] - x) < 1.0 and abs(ideal_y[v, u] - y) < 1.0
+    # Distorting then undistorting a smooth image gives it back away from the borders.
+    image = np.tile(np.linspace(0, 255, 640, dtype=np.float32), (480, 1))
+    there = cv2.remap(image, ideal_x, ideal_y, cv2.INTER_LINEAR)
+    map_x, map_y, _ = undistortion_maps(lens)
+    back = cv2.remap(there, map_x, map_y, cv2.INTER_LINEAR)
+    assert np.max(np.abs(back - image)[120:360, 160:480]) < 1.0

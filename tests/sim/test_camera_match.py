@@ -35,9 +35,9 @@ def scene():
     scene.close()
 
 
-def _corner_error_px(scene, sim_camera, T_world_camera):
+def _corner_error_px(scene, sim_camera, T_world_camera, distort=False, expect_distorted=None):
     """Largest distance between the corners the matched camera renders and the calibrated projection."""
-    renderer = CameraRenderer(scene.model, CAMERA, sim_camera)
+    renderer = CameraRenderer(scene.model, CAMERA, sim_camera, distort=distort)
     try:
         mujoco.mj_forward(scene.model, scene.data)
         frame = renderer.render(scene.data)
@@ -47,9 +47,9 @@ def _corner_error_px(scene, sim_camera, T_world_camera):
     detection = scene.board.detect(frame)
     assert detection is not None and len(detection.ids) == 40
     T_camera_board = invert(T_world_camera) @ scene.T_world_board
-    projected = CameraIntrinsics(sim_camera.camera_matrix, np.zeros(5), SIZE).project(
-        detection.object_points_m, T_camera_board
-    )
+    calibrated = CameraIntrinsics(sim_camera.camera_matrix, sim_camera.dist_coeffs, SIZE)
+    expect_distorted = distort if expect_distorted is None else expect_distorted
+    projected = calibrated.project(detection.object_points_m, T_camera_board, distort=expect_distorted)
     return float(np.max(np.linalg.norm(projected - detection.corners_px, axis=1)))
 
 
@@ -72,6 +72,19 @@ def test_crop_match_renders_corners_where_the_calibration_projects_them(scene):
     assert all(abs(r) <= 0.5 for r in sim_camera.principal_residual_px)
     assert sim_camera.focal_residual_px == pytest.approx((0.0, 0.0))
     assert _corner_error_px(scene, sim_camera, T_world_camera) < 1.0
+
+
+@pytest.mark.parametrize("method", ["intrinsic", "crop"])
+def test_distorted_render_matches_the_raw_lens(scene, method):
+    matrix = CALIBRATED.camera_matrix.copy()
+    if method == "crop":
+        matrix[0, 0] = matrix[1, 1]  # fovy-only cameras have square pixels (fx != fy is only reported)
+    lens = CameraIntrinsics(matrix, np.array([-0.22, 0.09, 0.0015, -0.001, 0.0]), SIZE)
+    T_world_camera = look_at(np.array([0.1, -0.05, 0.36]), np.zeros(3))
+    sim_camera = match_camera(lens, T_world_camera, method)
+    assert _corner_error_px(scene, sim_camera, T_world_camera, distort=True) < 1.0
+    # A pinhole render misses the raw lens's corners by pixels: the check above can fail.
+    assert _corner_error_px(scene, sim_camera, T_world_camera, distort=False, expect_distorted=True) > 2.0
 
 
 def test_crop_match_reports_what_fovy_cannot_express():

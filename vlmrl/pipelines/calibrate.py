@@ -109,6 +109,8 @@ class SimCameraCommand:
     """Optional MJCF scene to render a preview from the matched camera."""
     camera: str = "front"
     """Camera name in --mjcf to overwrite for the preview."""
+    distort: bool = False
+    """Render the preview with the calibrated lens distortion (like a raw frame) instead of undistorted."""
     calibration_dir: Path | None = None
     """Calibration directory; default $HF_LEROBOT_CALIBRATION or ~/.cache/huggingface/lerobot/calibration."""
     out_dir: Path | None = None
@@ -290,6 +292,10 @@ def run_hand_eye(cfg: HandEyeCommand) -> int:
 def run_sim_camera(cfg: SimCameraCommand) -> int:
     from rich.console import Console
 
+    if cfg.mjcf is not None:
+        from sim.rendering import select_gl_backend
+
+        select_gl_backend()  # before mujoco is imported: MuJoCo fixes its GL backend on import
     from sim.camera_match import CameraRenderer, load_sim_camera
 
     console = Console()
@@ -324,7 +330,7 @@ def run_sim_camera(cfg: SimCameraCommand) -> int:
     if model is not None:
         data = mujoco.MjData(model)
         mujoco.mj_forward(model, data)
-        renderer = CameraRenderer(model, cfg.camera, sim_camera)
+        renderer = CameraRenderer(model, cfg.camera, sim_camera, distort=cfg.distort)
         try:
             frame = renderer.render(data)
         finally:
