@@ -45,12 +45,34 @@ class ChunkCodec:
         elif codec == "blosc-lz4":
             self._compressor = numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.NOSHUFFLE)
 
+    @property
+    def is_raw(self) -> bool:
+        """No compressor: a chunk is the frame's bytes then its crc32c."""
+        return self._compressor is None
+
+    def check_raw(self, frame_bytes: np.ndarray, crc: bytes | bytearray, nbytes_read: int) -> None:
+        """ValueError unless an uncompressed chunk was read whole and matches its checksum."""
+        if nbytes_read != self.frame_bytes + 4:
+            raise ValueError(f"chunk truncated: read {nbytes_read} of {self.frame_bytes + 4} bytes")
+        if google_crc32c.value(frame_bytes) != int.from_bytes(crc, "little"):
+            raise ValueError("frame checksum mismatch")
+
     def encode(self, frame: np.ndarray) -> bytes:
         """Chunk bytes of one uint8 frame."""
         data = np.ascontiguousarray(frame).tobytes()
         if self._compressor is not None:
             data = bytes(self._compressor.encode(data))
         return data + np.uint32(google_crc32c.value(data)).tobytes()
+
+    def decode_into(self, chunk: bytes, out: np.ndarray) -> None:
+        """Decode a compressed chunk straight into `out` (a flat uint8 row); ValueError when corrupt."""
+        body = chunk[:-4]
+        if len(chunk) < 4 or google_crc32c.value(body) != int.from_bytes(chunk[-4:], "little"):
+            raise ValueError("frame checksum mismatch")
+        try:
+            self._compressor.decode(body, out=out)
+        except Exception as exc:  # numcodecs raises RuntimeError/ValueError depending on the codec
+            raise ValueError(f"cannot decompress: {exc}") from None
 
     def decode(self, chunk: bytes) -> np.ndarray:
         """The frame in `chunk`; ValueError when the checksum or size is wrong."""

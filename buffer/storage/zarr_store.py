@@ -74,7 +74,7 @@ class ZarrStorage:
         frame_specs = [s for s in self.specs.values() if s.is_frame]
         for spec in self.specs.values():
             if spec.is_frame and root is not None:
-                cache = FrameCache(frame_cache_bytes // max(1, len(frame_specs)))
+                cache = FrameCache(frame_cache_bytes // max(1, len(frame_specs)), spec.shape)
                 self._frames[spec.name] = FrameFile(
                     root, spec.name, spec.shape, frames_per_shard, frame_codec, cache, fsync
                 )

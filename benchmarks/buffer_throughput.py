@@ -1,0 +1,192 @@
+"""Replay throughput: ZarrStorage (on disk, fast shard reader) vs MemoryStorage (numpy in RAM).
+
+Both storages get the same episodes: 84x84x3 frames of a smooth moving scene plus camera-like noise
+(sigma 3, so lossless compression is not flattered) and a 50-float state. In one run it measures
+random 256-transition batches of state only and of pixels (obs + next_obs frames + state), and
+insertion. The zarr frame cache gets at most 10% of the raw frame bytes, so reads mostly hit the disk
+path (through the OS page cache, which is warm right after filling: also printed cold).
+Targets: state_ratio >= 0.8, pixel_ratio >= 0.1 (stretch 0.25), rss bounded by the budget.
+
+    .venv/bin/python benchmarks/buffer_throughput.py --quick --json runs/bench/buffer_throughput.json
+    .venv/bin/python benchmarks/buffer_throughput.py --frames 1000000 --cache-mb 2048   # the full run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.progress import track
+from rich.table import Table
+
+from buffer import BufferConfig, ReplayBuffer, make_buffer
+
+FRAME_SHAPE = (84, 84, 3)
+STATE_DIM = 50
+ACTION_DIM = 6
+EPISODE_ROWS = 100
+BATCH = 256
+OBS_SPEC = {"state": ((STATE_DIM,), np.float32), "pixels/front": (FRAME_SHAPE, np.uint8)}
+
+
+class EpisodeMaker:
+    """Deterministic episodes: a gradient background with a moving square, plus sensor noise."""
+
+    def __init__(self, seed: int = 0):
+        rng = np.random.default_rng(seed)
+        self.noise_bank = np.clip(rng.normal(0, 3, (64, *FRAME_SHAPE)), -12, 12).round().astype(np.int16)
+        yy, xx = np.mgrid[0:84, 0:84]
+        self.background = np.stack([yy * 2, xx * 2, (yy + xx)], axis=-1).astype(np.int16) + 40
+
+    def make(self, episode: int) -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(episode)
+        n = EPISODE_ROWS
+        frames = np.empty((n, *FRAME_SHAPE), np.uint8)
+        x0, y0, vx, vy = rng.integers(5, 60, 2).tolist() + rng.uniform(-0.4, 0.4, 2).tolist()
+        for t in range(n):
+            img = self.background.copy()
+            x, y = int(x0 + vx * t) % 70, int(y0 + vy * t) % 70
+            img[y : y + 14, x : x + 14] = (200, 60, 30)
+            noise = np.roll(self.noise_bank[rng.integers(64)], rng.integers(84 * 84 * 3))
+            frames[t] = np.clip(img + noise, 0, 255)
+        return {
+            "state": rng.normal(size=(n, STATE_DIM)).astype(np.float32),
+            "pixels/front": frames,
+            "action": rng.uniform(-1, 1, (n - 1, ACTION_DIM)).astype(np.float32),
+            "reward": rng.normal(size=n - 1).astype(np.float32),
+        }
+
+
+def fill(buf: ReplayBuffer, maker: EpisodeMaker, episodes: int, label: str) -> float:
+    """Add `episodes` episodes; frames inserted per second (episode generation not timed)."""
+    spent = 0.0
+    for e in track(range(episodes), description=label, transient=True):
+        ep = maker.make(e)
+        t = EPISODE_ROWS - 1
+        start = time.perf_counter()
+        buf.add_episode(
+            {"state": ep["state"], "pixels/front": ep["pixels/front"]},
+            ep["action"],
+            ep["reward"],
+            np.zeros(t, bool),
+            np.arange(t) == t - 1,
+        )
+        spent += time.perf_counter() - start
+    return episodes * EPISODE_ROWS / spent
+
+
+def batches_per_s(fn: Callable[[], object], seconds: float, min_batches: int = 5) -> float:
+    """Call `fn` repeatedly for about `seconds` (after two warm-up calls); calls per second."""
+    fn()
+    fn()
+    n, start = 0, time.perf_counter()
+    while n < min_batches or time.perf_counter() - start < seconds:
+        fn()
+        n += 1
+    return n / (time.perf_counter() - start)
+
+
+def rss_mb() -> float:
+    """Resident set size of this process now, in MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def drop_page_cache(directory: Path) -> None:
+    """Ask the kernel to forget the store's file pages (cold reads)."""
+    for path in directory.rglob("*"):
+        if path.is_file():
+            fd = os.open(path, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="short run: 20k frames, 2 s per figure")
+    parser.add_argument("--json", type=Path, default=None, help="write the figures to this JSON file")
+    parser.add_argument("--frames", type=int, default=None, help="frames stored (default 200k, quick 20k)")
+    parser.add_argument(
+        "--cache-mb", type=float, default=None, help="zarr frame cache (default/max: 10%% of raw)"
+    )
+    parser.add_argument("--seconds", type=float, default=None, help="seconds per throughput figure")
+    parser.add_argument("--codec", default="none", choices=["none", "zstd", "blosc-lz4"])
+    parser.add_argument(
+        "--dir", type=Path, default=None, help="where the zarr store goes (default: a temp dir)"
+    )
+    args = parser.parse_args()
+    frames = args.frames or (20_000 if args.quick else 200_000)
+    seconds = args.seconds or (2.0 if args.quick else 5.0)
+    episodes = frames // EPISODE_ROWS
+    raw_bytes = episodes * EPISODE_ROWS * int(np.prod(FRAME_SHAPE))
+    cache_bytes = int(
+        0.1 * raw_bytes if args.cache_mb is None else min(args.cache_mb * 2**20, 0.1 * raw_bytes)
+    )
+    maker = EpisodeMaker()
+    common = {"capacity_steps": episodes * EPISODE_ROWS, "seed": 0}
+    console = Console()
+    workdir = Path(tempfile.mkdtemp(prefix="vlmrl-bench-", dir=args.dir))
+    try:
+        zarr_cfg = BufferConfig(
+            storage="zarr", frame_cache_bytes=cache_bytes, frame_codec=args.codec, **common
+        )
+        zbuf = make_buffer(zarr_cfg, OBS_SPEC, ACTION_DIM, info_keys=(), path=str(workdir / "store.zarr"))
+        insert = fill(zbuf, maker, episodes, "fill zarr")
+        z_state = batches_per_s(lambda: zbuf.sample(BATCH, keys=("state",)), seconds)
+        z_pixels = batches_per_s(lambda: zbuf.sample(BATCH), seconds)
+        rss = rss_mb()
+        pixel_dir = workdir / "store.zarr" / "pixels" / "front"
+        disk = sum(p.stat().st_size for p in pixel_dir.rglob("*") if p.is_file())
+        drop_page_cache(workdir / "store.zarr")
+        zbuf.storage.close()  # also forgets open shards, so the cold figure re-reads indexes
+        z_cold = batches_per_s(lambda: zbuf.sample(BATCH), min(seconds, 2.0))
+        zbuf.close()
+
+        mbuf = make_buffer(BufferConfig(storage="memory", **common), OBS_SPEC, ACTION_DIM, info_keys=())
+        mem_insert = fill(mbuf, maker, episodes, "fill memory")
+        m_state = batches_per_s(lambda: mbuf.sample(BATCH, keys=("state",)), seconds)
+        m_pixels = batches_per_s(lambda: mbuf.sample(BATCH), seconds)
+        mbuf.close()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    result = {
+        "zarr_state_batches_per_s": z_state,
+        "memory_state_batches_per_s": m_state,
+        "state_ratio": z_state / m_state,
+        "zarr_pixel_batches_per_s": z_pixels,
+        "memory_pixel_batches_per_s": m_pixels,
+        "pixel_ratio": z_pixels / m_pixels,
+        "insert_frames_per_s": insert,
+        "rss_mb": rss,
+        "bytes_per_frame": disk / (episodes * EPISODE_ROWS),
+    }
+    table = Table(
+        title=f"replay buffer, {frames} frames 84x84x3, cache {cache_bytes / 2**20:.0f} MiB, batch {BATCH}"
+    )
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for key, value in result.items():
+        table.add_row(key, f"{value:,.2f}")
+    table.add_row("(zarr pixel batches/s, page cache dropped)", f"{z_cold:,.2f}")
+    table.add_row("(memory insert frames/s)", f"{mem_insert:,.0f}")
+    console.print(table)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
