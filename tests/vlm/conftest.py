@@ -106,7 +106,7 @@ def serve_argv(port, scorer_args, *server_args, run_dir):
     ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def hf_server(vlm_dirs, tmp_path_factory):
     """`vlmrl serve` over the tiny Idefics3 model, with an API key."""
     tmp = tmp_path_factory.mktemp("hf-server")

@@ -193,11 +193,11 @@ def test_worker_survives_a_server_killed_mid_run_and_drains_after_restart(
 
 
 def test_slow_server_times_out_with_a_clear_error(start_server, oracle_argv, clip_factory):
-    server = start_server(oracle_argv("--scorer.latency-s", "3"))
+    server = start_server(oracle_argv("--scorer.latency-s", "1"))
     scorer = make_scorer(
-        OpenAIConfig(base_url=server.url, endpoint="score", timeout_s=0.5, max_retries=1, backoff_s=0.01)
+        OpenAIConfig(base_url=server.url, endpoint="score", timeout_s=0.2, max_retries=1, backoff_s=0.01)
     )
-    with pytest.raises(VLMError, match=r"failed after 2 attempts: no answer within 0\.5 s"):
+    with pytest.raises(VLMError, match=r"failed after 2 attempts: no answer within 0\.2 s"):
         scorer.score(clip_factory(n=1), PROMPT)
     # The oracle cannot answer chat requests: they carry no privileged info.
     chat = make_scorer(OpenAIConfig(base_url=server.url, timeout_s=10))
