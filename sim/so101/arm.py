@@ -70,7 +70,7 @@ class SO101Sim:
         """Zero pose, gripper open, objects parked."""
         mujoco.mj_resetData(self.model, self.data)
         self.set_joint_positions({"gripper": 100.0})
-        self.set_cube_pose(np.array(PARKED_POS) + np.array([0, 0, g.CUBE_HALF_M]), 0.0)
+        self.park_cube()
 
     def _clip(self, targets: Mapping[str, float]) -> dict[str, float]:
         clipped = {}
@@ -131,8 +131,22 @@ class SO101Sim:
         w, x, y, z = self.data.xquat[self._cube_body]
         return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
 
+    def park_cube(self) -> None:
+        """Hide the cube under the table for tasks without it: no contacts, no gravity, at rest."""
+        self._set_cube_active(False)
+        self._place_cube(np.array(PARKED_POS), 0.0)
+
+    def _set_cube_active(self, active: bool) -> None:
+        geom = self.model.body_geomadr[self._cube_body]
+        self.model.geom_contype[geom] = self.model.geom_conaffinity[geom] = int(active)
+        self.model.body_gravcomp[self._cube_body] = 0.0 if active else 1.0
+
     def set_cube_pose(self, xyz: np.ndarray, yaw_rad: float) -> None:
-        """Teleport the cube (at rest) to ``xyz`` with heading ``yaw_rad``."""
+        """Teleport the cube (at rest, colliding) to ``xyz`` with heading ``yaw_rad``."""
+        self._set_cube_active(True)
+        self._place_cube(xyz, yaw_rad)
+
+    def _place_cube(self, xyz: np.ndarray, yaw_rad: float) -> None:
         adr = self._cube_qpos
         self.data.qpos[adr : adr + 3] = xyz
         self.data.qpos[adr + 3 : adr + 7] = [math.cos(yaw_rad / 2), 0.0, 0.0, math.sin(yaw_rad / 2)]

@@ -11,10 +11,11 @@ import numpy as np
 
 from sim.so101 import geometry as g
 
-FRONT_CAMERA_POS = (0.46, 0.0, 0.30)
-FRONT_CAMERA_LOOKAT = (0.12, 0.0, 0.07)
-PARKED_POS = (-2.0, 0.0, 0.0)
-"""Where objects a task does not use are parked (far outside every camera's view)."""
+FRONT_CAMERA_POS = (0.50, 0.0, 0.34)
+FRONT_CAMERA_LOOKAT = (0.10, 0.0, 0.10)
+PARKED_POS = (0.0, 0.0, -0.5)
+"""Where objects a task does not use are parked: under the table, hidden by it from every camera (the
+parked cube has its contacts off and gravity compensated, so it stays put)."""
 BIN_INNER_HALF_M = 0.045
 BIN_WALL_HEIGHT_M = 0.03
 ZONE_RADIUS_M = 0.035
@@ -107,18 +108,18 @@ def build_scene_xml(max_image_size: int = 640) -> str:
         </body>
       </body>
     </body>
-    <body name="cube" pos="{PARKED_POS[0]} 0 {g.CUBE_HALF_M}">
+    <body name="cube" pos="0.2 0 {g.CUBE_HALF_M}">
       <freejoint name="cube"/>
       <geom name="cube" type="box" size="{g.CUBE_HALF_M} {g.CUBE_HALF_M} {g.CUBE_HALF_M}" mass="0.02"
             rgba="0.85 0.1 0.1 1" friction="1.5 0.01 0.001"/>
     </body>
-    <body name="target" mocap="true" pos="{PARKED_POS[0]} 0.5 0.1">
+    <body name="target" mocap="true" pos="0 0.1 -0.5">
       <geom class="marker" type="sphere" size="0.012" rgba="0.1 0.8 0.2 0.8"/>
     </body>
-    <body name="zone" mocap="true" pos="{PARKED_POS[0]} -0.5 0">
+    <body name="zone" mocap="true" pos="0 0.2 -0.5">
       <geom class="marker" type="cylinder" size="{ZONE_RADIUS_M} 0.001" pos="0 0 0.001" rgba="0.1 0.5 0.9 1"/>
     </body>
-    <body name="bin" mocap="true" pos="{PARKED_POS[0]} 1.0 0">
+    <body name="bin" mocap="true" pos="0 0.3 -0.5">
       <geom type="box" size="{wall} 0.004 {wall_z}" pos="0 {wall} {wall_z}" rgba="0.2 0.3 0.8 1"/>
       <geom type="box" size="{wall} 0.004 {wall_z}" pos="0 {-wall} {wall_z}" rgba="0.2 0.3 0.8 1"/>
       <geom type="box" size="0.004 {wall} {wall_z}" pos="{wall} 0 {wall_z}" rgba="0.2 0.3 0.8 1"/>

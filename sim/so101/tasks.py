@@ -84,7 +84,7 @@ def _place_cube(
 
 def _park(sim: SO101Sim, *names: str) -> None:
     for i, name in enumerate(names):
-        sim.set_marker(name, np.array(PARKED_POS) + np.array([0.0, 0.5 * (i + 1), 0.0]))
+        sim.set_marker(name, np.array(PARKED_POS) + np.array([0.0, 0.1 * (i + 1), 0.0]))
 
 
 class ReachTask:
@@ -97,7 +97,7 @@ class ReachTask:
         self._target = np.zeros(3)
 
     def reset(self, sim: SO101Sim, rng: np.random.Generator) -> None:
-        sim.set_cube_pose(np.array(PARKED_POS) + np.array([0, 0, g.CUBE_HALF_M]), 0.0)
+        sim.park_cube()
         _park(sim, "zone", "bin")
         while True:
             target = rng.uniform([0.12, -0.13, 0.03], [0.26, 0.13, 0.17])
@@ -212,7 +212,7 @@ class PlaceTask:
         cube = sim.cube_position()
         offset = np.abs(cube[:2] - self._bin[:2])
         inside = bool(np.all(offset < BIN_INNER_HALF_M)) and _cube_height(sim) < BIN_WALL_HEIGHT_M
-        if inside and not _grasped(sim):
+        if inside and _cube_height(sim) < 0.01 and not _grasped(sim):  # resting on the bin's floor
             return TaskStatus(True, 1.0)
         grasped = _grasped(sim)
         lift = _clip01(_cube_height(sim) / LIFT_HEIGHT_M) if grasped else 0.0
