@@ -23,6 +23,7 @@ from calibration.store import (
     default_calibration_dir,
     load_camera,
     load_hand_eye,
+    load_undistorter,
     save_camera,
     save_hand_eye,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "estimate_board_pose",
     "load_camera",
     "load_hand_eye",
+    "load_undistorter",
     "save_camera",
     "save_hand_eye",
     "undistortion_maps",

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from calibration.errors import CalibrationError
-from calibration.intrinsics import CameraIntrinsics
+from calibration.intrinsics import CameraIntrinsics, Undistorter
 
 SCHEMA_VERSION = 1
 """Bumped when the file layout changes; files with another version are stale and must be redone."""
@@ -150,6 +150,18 @@ def load_camera(
         _fingerprint(_intrinsics_payload(intrinsics)),
         doc.get("extra", {}),
     )
+
+
+def load_undistorter(
+    camera_id: str, calibration_dir: Path | None = None, image_size: tuple[int, int] | None = None
+) -> Undistorter:
+    """The undistortion for a camera's incoming frames, by id (maps built once; keeps the camera matrix,
+    so undistorted frames match the sim camera built from the same file).
+
+    Raises:
+        CalibrationError: missing or stale file, or frames of another size.
+    """
+    return Undistorter(load_camera(camera_id, calibration_dir, image_size=image_size).intrinsics)
 
 
 def save_hand_eye(

@@ -9,6 +9,7 @@ from calibration import (
     default_calibration_dir,
     load_camera,
     load_hand_eye,
+    load_undistorter,
     save_camera,
     save_hand_eye,
 )
@@ -101,3 +102,15 @@ def test_hand_eye_round_trip_and_staleness(tmp_path):
         load_hand_eye("so101_a", "wrist", tmp_path)
     with pytest.raises(CalibrationError, match=r"no calibration file .*hand_eye/so101_b/wrist\.json"):
         load_hand_eye("so101_b", "wrist", tmp_path)
+
+
+def test_undistorter_by_id(tmp_path):
+    save_camera("front", LENS, 0.2, tmp_path)
+    undistort = load_undistorter("front", tmp_path, image_size=(640, 480))
+    np.testing.assert_array_equal(undistort.intrinsics.camera_matrix, MATRIX)
+    frame = np.zeros((480, 640, 3), np.uint8)
+    frame[200:280, 300:340] = 255
+    out = undistort(frame)
+    assert out.shape == frame.shape and out[240, 320].tolist() == [255, 255, 255]
+    with pytest.raises(CalibrationError, match="is for 640x480 images"):
+        load_undistorter("front", tmp_path, image_size=(320, 240))
