@@ -284,12 +284,15 @@ class Undistorter:
     """Undistorts frames of one calibrated camera (maps built once); ``intrinsics`` is the output camera."""
 
     def __init__(self, intrinsics: CameraIntrinsics, alpha: float | None = None) -> None:
-        self._map_x, self._map_y, self.intrinsics = undistortion_maps(intrinsics, alpha)
+        map_x, map_y, self.intrinsics = undistortion_maps(intrinsics, alpha)
+        # Fixed-point maps remap about twice as fast as float ones, at 1/32 px interpolation steps.
+        self._maps = cv2.convertMaps(map_x, map_y, cv2.CV_16SC2)
 
     def __call__(self, frame: np.ndarray) -> np.ndarray:
-        height, width = self._map_x.shape
+        """Undistorts one uint8 HxW(x3) frame of the calibrated size."""
+        width, height = self.intrinsics.image_size
         if frame.shape[:2] != (height, width):
             raise CalibrationError(
                 f"frame is {frame.shape[1]}x{frame.shape[0]} but the camera was calibrated at {width}x{height}"
             )
-        return cv2.remap(frame, self._map_x, self._map_y, cv2.INTER_LINEAR)
+        return cv2.remap(frame, self._maps[0], self._maps[1], cv2.INTER_LINEAR)
