@@ -14,8 +14,10 @@ lerobot is installed (the ``robot`` extra).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -147,6 +149,24 @@ class SimSO101(Robot):
         """Privileged (success, progress in [0, 1]) of the configured task (the real arm has none)."""
         status = self.task.evaluate(self._connected())
         return bool(status.success), float(status.progress)
+
+    def scripted_expert(self) -> Callable[[], dict[str, float]]:
+        """The sim's privileged scripted expert for the configured task, as a function returning the next
+        joint targets (action keys). Demonstrations on the twin; call after ``reset_scene``."""
+        from sim.so101.scripted import ScriptedPolicy
+
+        # ScriptedPolicy reads ``env.unwrapped.{sim, task, cfg.task, cfg.action_mode}``; give it the twin's.
+        view = SimpleNamespace(
+            sim=self._connected(),
+            task=self.task,
+            cfg=SimpleNamespace(task=self.config.task, action_mode="absolute"),
+        )
+        expert = ScriptedPolicy(SimpleNamespace(unwrapped=view))
+
+        def next_targets() -> dict[str, float]:
+            return {f"{n}.pos": float(v) for n, v in zip(JOINT_NAMES, expert.act())}
+
+        return next_targets
 
     def _connected(self) -> SO101Sim:
         if self.sim is None:

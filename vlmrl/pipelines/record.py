@@ -1,0 +1,240 @@
+"""Record episodes on a robot (or its twin) by teleoperation or a policy; zarr store + LeRobotDataset.
+
+    vlmrl record --source keyboard                          # jog the twin's joints with q/a w/s e/d ...
+    vlmrl record --source leader --leader-port /dev/ttyACM1 --robot.type so101_follower --robot.port /dev/ttyACM0
+    vlmrl record --source policy --policy runs/train/policy.pt --episodes 10
+    vlmrl record --source scripted --episodes 20            # the twin's privileged expert (demonstrations)
+
+Operator keys (with a display): right arrow = success, left = failure (both end the episode), up =
+discard and re-record the episode, escape = emergency stop. Each episode is kept in memory until it ends,
+then committed to ``out_dir/episodes.zarr`` (a crash loses at most the episode in flight); the store is
+reopened and extended by later runs. At the end every stored episode is exported to
+``out_dir/lerobot`` (LeRobotDataset v3, written by LeRobot's own writer, replaced atomically).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from vlmrl.errors import ConfigError
+from vlmrl.pipelines.deploy import RobotEnvConfig, check_policy_fits, make_robot_env, write_config
+
+logger = logging.getLogger("vlmrl.record")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config(RobotEnvConfig):
+    """vlmrl record: record episodes (teleoperation or a policy) to zarr / LeRobotDataset."""
+
+    source: Literal["keyboard", "leader", "policy", "scripted"] = "keyboard"
+    """Who drives: keyboard jogging, a LeRobot leader arm, an exported policy, or the twin's scripted expert."""
+    policy: Path | None = None
+    """policy.pt for ``--source policy``."""
+    leader_type: str = "so101_leader"
+    """LeRobot leader arm type for ``--source leader``."""
+    leader_port: str | None = None
+    """Serial port of the leader arm."""
+    jog_step: float = 2.0
+    """Keyboard jogging: degrees (gripper: percent) per control step while a key is held."""
+    episodes: int = 1
+    """Episodes to record."""
+    seed: int = 0
+    """Seed of the first episode (the twin places its objects from it)."""
+    out_dir: Path = Path("runs/record")
+    """Holds episodes.zarr (appended to across runs), lerobot/ (the export) and config.json."""
+    capacity_steps: int = 100_000
+    """Steps the zarr store holds (a new store only; the oldest episodes go first when full)."""
+    export_lerobot: bool = True
+    """Export every stored episode to ``out_dir/lerobot`` at the end."""
+    lerobot_videos: bool = True
+    """Store camera frames as AV1 video in the export (else PNG images)."""
+
+
+Driver = Callable[[dict[str, np.ndarray]], np.ndarray]
+
+
+def make_driver(cfg: Config, env: Any) -> tuple[Driver, Callable[[], None], Callable[[], None]]:
+    """(propose action from obs, reset hook called after env.reset, close)."""
+    from robot.teleop import KeyboardJog, LeaderArm
+
+    keys = list(env.action_keys)
+
+    def ordered(targets: dict[str, float]) -> np.ndarray:
+        return np.array([targets[k] for k in keys], dtype=np.float32)
+
+    if cfg.source == "policy":
+        from agents.export import load_policy
+
+        if cfg.policy is None or not cfg.policy.is_file():
+            raise ConfigError(f"--source policy needs --policy pointing at a policy.pt (got {cfg.policy})")
+        policy = load_policy(cfg.policy)
+        check_policy_fits(policy.obs_spec, env, f"policy {cfg.policy}")
+        return (lambda obs: np.asarray(policy(obs), np.float32)), (lambda: None), (lambda: None)
+    if cfg.source == "scripted":
+        expert_of = getattr(env.robot, "scripted_expert", None)
+        if expert_of is None:
+            raise ConfigError(
+                f"--source scripted needs the twin (--robot.type sim_so101), not {cfg.robot.type}"
+            )
+        state: dict[str, Any] = {}
+
+        def reset_expert() -> None:
+            state["next"] = expert_of()
+
+        return (lambda obs: ordered(state["next"]())), reset_expert, (lambda: None)
+    if cfg.source == "leader":
+        leader = LeaderArm(cfg.leader_type, cfg.leader_port)
+        return (lambda obs: ordered(leader.action(env.measured))), (lambda: None), leader.close
+    jog = KeyboardJog(keys, {k: cfg.jog_step * (2.5 if k == "gripper.pos" else 1.0) for k in keys})
+    return (lambda obs: ordered(jog.action(env.measured))), (lambda: jog.sync(env.measured)), jog.close
+
+
+def main(cfg: Config) -> int:
+    """Record ``cfg.episodes`` episodes; returns 0."""
+    from buffer import BufferConfig, make_buffer
+    from robot.contract import env_spec
+    from robot.signals import interrupt_on_signals
+    from robot.teleop import OperatorKeys
+
+    if cfg.episodes < 1:
+        raise ConfigError(f"--episodes {cfg.episodes}: expected at least 1")
+    write_config(cfg, cfg.out_dir)
+    store = cfg.out_dir / "episodes.zarr"
+    env = make_robot_env(cfg, cfg.out_dir)
+    with interrupt_on_signals(), env:
+        spec = env_spec(env)
+        buffer = make_buffer(
+            BufferConfig(storage="zarr", capacity_steps=cfg.capacity_steps),
+            spec.obs_spec(),
+            spec.action_shape[0],
+            ("success", "progress"),
+            path=str(store),
+        )
+        # Through the buffer's own group: a second handle's attrs would be overwritten by its commits.
+        group: Any = getattr(buffer.storage, "group")  # noqa: B009 - ZarrStorage's zarr group
+        group.attrs["vlmrl_record"] = {
+            "task_description": spec.task_description,
+            "control_hz": cfg.env.control_hz,
+            "robot_type": cfg.robot.type,
+            "action_keys": list(env.action_keys),
+            "cameras": list(spec.cameras),
+        }
+        propose, on_reset, close_driver = make_driver(cfg, env)
+        keys = OperatorKeys()
+        recorded, attempt = 0, 0
+        try:
+            while recorded < cfg.episodes:
+                episode = record_episode(env, propose, on_reset, keys, seed=cfg.seed + attempt)
+                attempt += 1
+                if episode is None:
+                    logger.info("episode discarded; recording it again")
+                    continue
+                buffer.add_episode(**episode)
+                recorded += 1
+                print(f"record: episode {recorded}/{cfg.episodes}: {len(episode['action'])} steps")
+        finally:
+            close_driver()
+            keys.close()
+            buffer.close()
+    if cfg.export_lerobot:
+        export_store(store, cfg.out_dir / "lerobot", cfg, use_videos=cfg.lerobot_videos)
+    print(f"record: {recorded} episode(s) -> {store}")
+    return 0
+
+
+def record_episode(
+    env: Any, propose: Driver, on_reset: Callable[[], None], keys: Any, seed: int
+) -> dict[str, Any] | None:
+    """Run one episode; returns the arrays for ``ReplayBuffer.add_episode`` (None: the operator discarded it)."""
+    obs, info = env.reset(seed=seed)
+    on_reset()
+    keys.poll()
+    observations, actions, rewards, terminated, truncated = [obs], [], [], [], []
+    infos = [info]
+    done = False
+    while not done:
+        for event in keys.poll():
+            if event in ("success", "failure"):
+                env.mark_outcome(event == "success")
+            elif event == "rerecord":
+                return None
+        obs, reward, term, trunc, info = env.step(propose(obs))
+        observations.append(obs)
+        actions.append(info["sent_action"])  # what the arm was told, after the safety layer
+        rewards.append(reward)
+        terminated.append(term)
+        truncated.append(trunc)
+        infos.append(info)
+        done = term or trunc
+    return {
+        "obs": {k: np.stack([o[k] for o in observations]) for k in observations[0]},
+        "action": np.stack(actions).astype(np.float32),
+        "reward": np.asarray(rewards, np.float32),
+        "terminated": np.asarray(terminated, bool),
+        "truncated": np.asarray(truncated, bool),
+        "info": {
+            "success": np.asarray([i["success"] for i in infos], np.float32),
+            "progress": np.asarray([i["progress"] for i in infos], np.float32),
+        },
+    }
+
+
+def export_store(store: Path, root: Path, cfg: Config, use_videos: bool = True) -> Path:
+    """Export every episode of a zarr episode store to a LeRobotDataset at ``root`` (replaced atomically)."""
+    import zarr
+
+    from buffer import BufferConfig, make_buffer
+    from robot.lerobot_dataset import EpisodeArrays, write_lerobot_dataset
+
+    meta: Any = zarr.open_group(str(store), mode="r").attrs.asdict()
+    env_meta, record = meta["vlmrl_buffer"]["env"], meta.get("vlmrl_record", {})
+    obs_spec = {k: (tuple(shape), np.dtype(dt)) for k, (shape, dt) in env_meta["obs_spec"].items()}
+    buffer = make_buffer(
+        BufferConfig(storage="zarr", capacity_steps=int(meta["vlmrl_buffer"]["capacity"])),
+        obs_spec,
+        int(env_meta["action_dim"]),
+        env_meta["info_keys"],
+        path=str(store),
+    )
+    cameras = [k.removeprefix("pixels/") for k in obs_spec if k.startswith("pixels/")]
+
+    def episodes() -> Any:
+        table = buffer.storage.episodes()
+        for e in range(table.first, table.first + table.count):
+            start, end = buffer.episode_rows(e)
+            steps, after = np.arange(start, end - 1), np.arange(start + 1, end)
+            read = buffer.storage.read
+            yield EpisodeArrays(
+                state=read("state", steps),
+                action=read("action", steps),
+                frames={cam: read(f"pixels/{cam}", steps) for cam in cameras},
+                reward=read("reward", steps),
+                success=read("info/success", after) > 0,
+                task=str(record.get("task_description", "")),
+                extra={"progress": read("info/progress", after)},
+            )
+
+    tmp = root.with_name(root.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        write_lerobot_dataset(
+            tmp,
+            episodes(),
+            fps=round(float(record.get("control_hz", cfg.env.control_hz))),
+            joint_keys=record.get("action_keys", []),
+            robot_type=str(record.get("robot_type", cfg.robot.type)),
+            use_videos=use_videos,
+        )
+    finally:
+        buffer.close()
+    if root.exists():
+        shutil.rmtree(root)
+    tmp.rename(root)
+    return root
