@@ -216,26 +216,6 @@ def step_scores(n_steps: int, clips: list[Any], scores: np.ndarray) -> np.ndarra
     return out
 
 
-def aux_rewards(n_transitions: int, clips: list[Any], scores: np.ndarray, cfg: AuxRewardConfig) -> np.ndarray:
-    """Per-transition aux reward from clip scores (see ``AuxRewardConfig``): potential-based shaping with
-    Phi(t) = the latest score whose clip ended by step t, or the score on the transition reaching a clip's
-    last frame ("scaled")."""
-    values = np.asarray(scores, np.float32)
-    if cfg.threshold is not None:
-        values = (values >= cfg.threshold).astype(np.float32)
-    ends = [min(c.start + (c.length - 1) * c.stride, n_transitions) for c in clips]
-    aux = np.zeros(n_transitions, np.float32)
-    if cfg.kind == "scaled":
-        for end, v in zip(ends, values):
-            if end >= 1:
-                aux[end - 1] += cfg.weight * v
-        return aux
-    phi = np.zeros(n_transitions + 1, np.float32)
-    for end, v in sorted(zip(ends, values)):
-        phi[end:] = v
-    return (cfg.weight * (cfg.gamma * phi[1:] - phi[:-1])).astype(np.float32)
-
-
 def open_source(path: Path, cfg: Config) -> Any:
     """The source for a path (zarr store or LeRobotDataset); ConfigError for anything else."""
     from robot.lerobot_dataset import is_lerobot_dataset
@@ -256,6 +236,7 @@ def main(cfg: Config) -> int:
     from buffer.clips import plan_clips
     from sim.video import write_video
     from vlm import Clip, make_prompt, make_scorer
+    from vlm.aux_reward import aux_rewards
     from vlm.prompts import clip_goal_prompt
 
     if cfg.clip_length < 1 or cfg.clip_stride < 1:
@@ -291,12 +272,17 @@ def main(cfg: Config) -> int:
                     idx = c.start + np.arange(c.length) * c.stride
                     batch.append(Clip(frames[idx], {k: v[idx] for k, v in info.items() if len(v) == n}))
                 scores = scorer.score(batch, prompt)
-                aux = aux_rewards(max(n - 1, 1), clips, scores, cfg.aux)
+                n_transitions = max(n - 1, 1)
+                last_steps = np.array(
+                    [min(c.start + (c.length - 1) * c.stride, n_transitions) for c in clips]
+                )
+                success = info.get("success")
+                ended = success is not None and bool(success[-1] > 0)
+                aux = aux_rewards(cfg.aux, n_transitions, last_steps, scores, terminated=ended)
                 where = source.write(episode, clips, scores, aux, scorer, prompt)
                 curve = step_scores(n, clips, scores)
                 video = out_dir / f"episode_{episode}.mp4"
                 write_video(compose_report_frames(frames, curve, info.get("progress")), video, fps=source.fps)
-                success = info.get("success")
                 rows.append(
                     {
                         "episode": episode,
