@@ -4,8 +4,6 @@ Vector keys (``state``, LeRobot joint keys ...) are flattened, concatenated in s
 normalised; each ``pixels/<cam>`` key goes through its own small conv net (DrQ / SAC-AE style).
 """
 
-from __future__ import annotations
-
 import numpy as np
 import torch
 from torch import Tensor, nn
@@ -55,6 +53,9 @@ class PixelEncoder(nn.Module):
 class ObservationEncoder(nn.Module):
     """Encodes an observation dict into features: normalised vector part, then pixel features by camera."""
 
+    state_keys: list[str]
+    pixel_keys: list[str]
+
     def __init__(
         self,
         obs_spec: ObsSpec,
@@ -66,8 +67,8 @@ class ObservationEncoder(nn.Module):
         super().__init__()
         if not obs_spec:
             raise AgentError("obs_spec is empty: the agent needs at least one observation key")
-        self.state_keys: list[str] = sorted(k for k in obs_spec if not is_pixel_key(k))
-        self.pixel_keys: list[str] = sorted(k for k in obs_spec if is_pixel_key(k))
+        self.state_keys = sorted(k for k in obs_spec if not is_pixel_key(k))
+        self.pixel_keys = sorted(k for k in obs_spec if is_pixel_key(k))
         self.state_dim = sum(int(np.prod(obs_spec[k][0])) for k in self.state_keys)
         for key in self.pixel_keys:
             shape, dtype = obs_spec[key]

@@ -1,0 +1,78 @@
+"""Training checkpoints: one torch file with every state needed for an exact resume, written atomically.
+
+Layout inside a run directory::
+
+    checkpoint/state.pt      agent, buffer sampler/RNG, loop counters and RNG, history, resolved config
+    checkpoint/buffer/       the in-RAM buffer's episodes (MemoryStorage.save); zarr buffers persist
+                             themselves in the run directory and are reopened instead
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from buffer import ReplayBuffer
+from vlmrl.errors import ConfigError
+
+CHECKPOINT_DIR = "checkpoint"
+STATE_FILE = "state.pt"
+BUFFER_DIR = "buffer"
+
+
+def checkpoint_dir(run_dir: Path) -> Path:
+    """Where a run's checkpoint lives."""
+    return run_dir / CHECKPOINT_DIR
+
+
+def save_checkpoint(run_dir: Path, state: dict[str, Any], buffer: ReplayBuffer) -> Path:
+    """Write ``state`` (and the buffer contents when they live in RAM); returns the state file.
+
+    The state file is replaced atomically (write, fsync, rename), so a crash while saving leaves the
+    previous checkpoint intact.
+    """
+    directory = checkpoint_dir(run_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    save = getattr(buffer.storage, "save", None)
+    if callable(save):
+        tmp_buffer = directory / (BUFFER_DIR + ".tmp")
+        shutil.rmtree(tmp_buffer, ignore_errors=True)
+        save(tmp_buffer)
+        old = directory / (BUFFER_DIR + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        if (directory / BUFFER_DIR).exists():
+            os.replace(directory / BUFFER_DIR, old)
+        os.replace(tmp_buffer, directory / BUFFER_DIR)
+        shutil.rmtree(old, ignore_errors=True)
+    path = directory / STATE_FILE
+    tmp = directory / (STATE_FILE + ".tmp")
+    with open(tmp, "wb") as f:
+        torch.save(state, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def load_checkpoint(run_dir: Path) -> dict[str, Any]:
+    """Read a run's checkpoint state; raises ConfigError naming the missing or unreadable file."""
+    path = checkpoint_dir(run_dir) / STATE_FILE
+    if not path.is_file():
+        raise ConfigError(
+            f"--resume {run_dir}: no checkpoint at {path} (is this a `vlmrl train` run directory?)"
+        )
+    try:
+        # Our own file (it holds numpy RNG states and the config dataclass), so full unpickling is fine.
+        return torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as exc:  # a truncated or foreign file: one line, not a traceback
+        raise ConfigError(f"--resume {run_dir}: cannot read {path}: {exc}") from None
+
+
+def memory_buffer_path(run_dir: Path) -> Path | None:
+    """The saved in-RAM buffer of a checkpoint, if there is one."""
+    path = checkpoint_dir(run_dir) / BUFFER_DIR
+    return path if (path / "meta.json").exists() else None

@@ -1,0 +1,354 @@
+"""The training loop behind `vlmrl train`: collect an episode, update SAC, score clips, evaluate, checkpoint.
+
+Everything that decides what happens next (agent, buffer sampler and RNG, the loop's own RNG and
+counters) is saved at episode boundaries, and episodes are reset with seeds derived from their index,
+so a resumed run repeats an uninterrupted one exactly (with uniform/PER replay, or VLM modes scored
+synchronously; asynchronous scores arrive at times the scheduler decides).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from agents.export import export_onnx, export_policy
+from agents.sac import SAC
+from buffer import (
+    PERSamplerConfig,
+    ReplayBuffer,
+    UniformSamplerConfig,
+    VLMMixSamplerConfig,
+    VLMTDSamplerConfig,
+)
+from buffer.config import BufferConfig, SamplerConfig
+from robot.contract import PIXELS_PREFIX, STATE_KEY, env_spec
+from sim import make_env
+from vlmrl.checkpoint import load_checkpoint, memory_buffer_path, save_checkpoint
+from vlmrl.errors import ConfigError
+from vlmrl.evaluation import EvalResult, eval_seeds, evaluate
+from vlmrl.pipelines.train import TrainConfig, resolved_dict
+from vlmrl.progress import TrainProgress
+from vlmrl.report import write_report
+from vlmrl.scoring import ScoringLink
+
+SAMPLER_FOR_REPLAY: dict[str, type] = {
+    "uniform": UniformSamplerConfig,
+    "per": PERSamplerConfig,
+    "vlm": VLMMixSamplerConfig,
+    "vlm_td": VLMTDSamplerConfig,
+}
+TD_PRIORITY_REPLAYS = ("per", "vlm_td")
+TRAIN_SEED_STRIDE = 100_000
+"""Training episode e of a run with seed s resets with seed s * TRAIN_SEED_STRIDE + e."""
+
+
+@dataclasses.dataclass
+class LoopState:
+    """Counters, RNG and history of the loop (saved in checkpoints)."""
+
+    step: int = 0
+    episode: int = 0
+    next_eval_step: int = 0
+    next_checkpoint_step: int = 0
+    rng_state: dict[str, Any] = dataclasses.field(default_factory=dict)
+    evals: list[dict[str, float]] = dataclasses.field(default_factory=list)
+    train_log: list[dict[str, float]] = dataclasses.field(default_factory=list)
+
+
+def resolve_buffer_config(cfg: TrainConfig, scorer_id: str) -> BufferConfig:
+    """The buffer config a run uses: the replay mode's sampler, aux reward wiring, the run's seed."""
+    sampler_type = SAMPLER_FOR_REPLAY[cfg.replay]
+    sampler: SamplerConfig = (
+        cfg.buffer.sampler if isinstance(cfg.buffer.sampler, sampler_type) else sampler_type()
+    )
+    return dataclasses.replace(
+        cfg.buffer,
+        sampler=sampler,
+        aux_reward_scorer=scorer_id if cfg.aux_reward_weight > 0 else "",
+        aux_reward_weight=cfg.aux_reward_weight,
+        priority_scorer=scorer_id,
+        seed=cfg.seed,
+    )
+
+
+def check_config(cfg: TrainConfig) -> None:
+    """One-line ConfigErrors for settings that cannot run together."""
+    if cfg.total_steps < 1 or cfg.batch_size < 1 or cfg.eval_episodes < 1:
+        raise ConfigError("total_steps, batch_size and eval_episodes must be >= 1")
+    if cfg.eval_every_steps < 1 or cfg.checkpoint_every_steps < 1:
+        raise ConfigError("eval_every_steps and checkpoint_every_steps must be >= 1")
+    if not cfg.sim.cameras and (cfg.replay in ("vlm", "vlm_td") or cfg.aux_reward_weight > 0):
+        raise ConfigError(
+            f"replay {cfg.replay!r} / aux_reward_weight {cfg.aux_reward_weight} need clips: give the sim a camera "
+            "(--sim.cameras front) or use --replay uniform|per with --aux-reward-weight 0"
+        )
+    if cfg.policy_obs == "pixels" and not cfg.sim.cameras:
+        raise ConfigError("policy_obs 'pixels' needs at least one camera in --sim.cameras")
+
+
+class Trainer:
+    """Owns the envs, agent, buffer and scoring link of one run directory."""
+
+    def __init__(self, cfg: TrainConfig, run_dir: Path, checkpoint: dict[str, Any] | None = None) -> None:
+        check_config(cfg)
+        self.cfg, self.run_dir = cfg, run_dir
+        self.env = make_env(cfg.sim)
+        self.eval_env = make_env(cfg.sim)
+        spec = env_spec(self.env)
+        if not isinstance(self.env.action_space, gym.spaces.Box):
+            raise ConfigError(f"SAC needs a Box action space, the env has {self.env.action_space}")
+        self.action_space: gym.spaces.Box = self.env.action_space
+        cameras = [PIXELS_PREFIX + c for c in cfg.sim.cameras]
+        self.policy_keys = [STATE_KEY, *(cameras if cfg.policy_obs == "pixels" else [])]
+        self.stored_keys = [STATE_KEY, *cameras]
+        full_spec = spec.obs_spec()
+        self.agent = SAC(
+            dataclasses.replace(cfg.agent, seed=cfg.seed),
+            {k: full_spec[k] for k in self.policy_keys},
+            self.action_space,
+        )
+        self.link: ScoringLink | None = None
+        self.scorer_id = ""
+        if cameras:
+            from vlm import make_prompt, make_scorer, task_prompt
+
+            scorer = make_scorer(cfg.scorer)  # fails fast, one line, if the VLM cannot be reached
+            self.scorer_id = scorer.scorer_id
+            self.prompt = cfg.prompt or (
+                task_prompt(cfg.sim.task) if cfg.sim.suite == "so101" else make_prompt(spec.task_description)
+            )
+        self.buffer_cfg = resolve_buffer_config(cfg, self.scorer_id)
+        self.buffer = self._make_buffer(
+            {k: full_spec[k] for k in self.stored_keys}, spec.action_shape[0], checkpoint
+        )
+        if cameras:
+            aux = (
+                dataclasses.replace(cfg.aux_reward, gamma=self.buffer_cfg.gamma)
+                if cfg.aux_reward_weight > 0
+                else None
+            )
+            self.link = ScoringLink(self.buffer, scorer, self.prompt, cfg.worker, aux, sync=cfg.sync_scoring)
+        self.state = LoopState(
+            next_eval_step=cfg.eval_every_steps, next_checkpoint_step=cfg.checkpoint_every_steps
+        )
+        self.rng = np.random.default_rng(cfg.seed)
+        if checkpoint is not None:
+            self._load(checkpoint)
+        self.last_eval: EvalResult | None = None
+        self._snapshot: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------------------------------ building
+    @classmethod
+    def create(cls, cfg: TrainConfig) -> Trainer:
+        """A new run; refuses a directory that already holds a checkpoint (use --resume)."""
+        run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg)
+        if (run_dir / "checkpoint").exists():
+            raise ConfigError(
+                f"run directory {run_dir} already holds a run; continue it with --resume {run_dir}"
+            )
+        run_dir.mkdir(parents=True, exist_ok=True)
+        cfg = dataclasses.replace(cfg, run_dir=str(run_dir))
+        (run_dir / "config.json").write_text(json.dumps(resolved_dict(cfg), indent=2, default=str))
+        return cls(cfg, run_dir)
+
+    @classmethod
+    def resume(cls, run_dir: Path) -> Trainer:
+        """Continue a run from its checkpoint with its saved config."""
+        checkpoint = load_checkpoint(run_dir)
+        return cls(checkpoint["config"], run_dir, checkpoint)
+
+    def _make_buffer(
+        self, obs_spec: dict, action_dim: int, checkpoint: dict[str, Any] | None
+    ) -> ReplayBuffer:
+        from buffer import make_buffer
+
+        if self.buffer_cfg.storage == "zarr":
+            path: Path | None = self.run_dir / "buffer.zarr"
+        else:
+            path = memory_buffer_path(self.run_dir) if checkpoint is not None else None
+        return make_buffer(self.buffer_cfg, obs_spec, action_dim, path=str(path) if path else None)
+
+    # ------------------------------------------------------------------------------------ the loop
+    def run(self) -> dict[str, Path]:
+        """Train until total_steps (or stop_after_steps, or Ctrl-C); then checkpoint, export, report."""
+        cfg, state = self.cfg, self.state
+        stop_at = (
+            cfg.total_steps
+            if not cfg.stop_after_steps
+            else min(cfg.total_steps, state.step + cfg.stop_after_steps)
+        )
+        interrupted = False
+        self._snapshot = self._state_dict()
+        with (
+            TrainProgress(cfg.total_steps, state.step, enabled=cfg.progress) as progress,
+            self._writer() as writer,
+        ):
+            try:
+                while state.step < stop_at:
+                    episode_stats = self._run_episode()
+                    self._after_episode(episode_stats, writer, progress)
+            except KeyboardInterrupt:
+                interrupted = True
+                progress.note(
+                    "interrupted: saving the checkpoint of the last finished episode and the report"
+                )
+        return self._finish(interrupted)
+
+    def _run_episode(self) -> dict[str, float]:
+        cfg, state, agent = self.cfg, self.state, self.agent
+        obs, _ = self.env.reset(seed=cfg.seed * TRAIN_SEED_STRIDE + state.episode)
+        episode_return, length, success, metrics = 0.0, 0, False, {}
+        low, high = self.action_space.low, self.action_space.high
+        while True:
+            if state.step < cfg.learning_starts:
+                action = self.rng.uniform(low, high).astype(np.float32)
+            else:
+                action = agent.act({k: obs[k] for k in self.policy_keys})
+            next_obs, reward, terminated, truncated, info = self.env.step(action)
+            self.buffer.add_step(
+                {k: obs[k] for k in self.stored_keys}, action, reward, terminated, truncated, info,
+                {k: next_obs[k] for k in self.stored_keys},
+            )  # fmt: skip
+            state.step += 1
+            length += 1
+            episode_return += float(reward)
+            success = success or bool(info["success"])
+            if state.step >= cfg.learning_starts and self.buffer.num_transitions > 0:
+                metrics = self._update()
+            if terminated or truncated:
+                break
+            obs = next_obs
+        state.episode += 1
+        return {"return": episode_return, "length": float(length), "success": float(success), **metrics}
+
+    def _update(self) -> dict[str, float]:
+        metrics: dict[str, Any] = {}
+        for _ in range(self.cfg.agent.utd_ratio):
+            batch = self.buffer.sample(self.cfg.batch_size, keys=self.policy_keys)
+            metrics = self.agent.update(batch)
+            if self.cfg.replay in TD_PRIORITY_REPLAYS:
+                self.buffer.update_priorities(batch.indices, metrics["td_error"])
+            self.buffer.set_learner_step(self.agent.num_updates)
+        metrics["weight_mean"] = float(batch.weights.mean())
+        metrics.pop("td_error")
+        return metrics
+
+    def _after_episode(self, stats: dict[str, float], writer: Any, progress: TrainProgress) -> None:
+        cfg, state = self.cfg, self.state
+        if self.link is not None:
+            self.link.submit_new_clips()
+            stats.update({f"scorer/{k}": v for k, v in self.link.score_stats().items()})
+        state.train_log.append({"step": float(state.step), **stats})
+        for key, value in stats.items():
+            writer.add_scalar(key if "/" in key else f"train/{key}", value, state.step)
+        if state.step >= state.next_eval_step:
+            state.next_eval_step += cfg.eval_every_steps * (
+                1 + (state.step - state.next_eval_step) // cfg.eval_every_steps
+            )
+            self._evaluate(writer)
+        progress.update(state.step, self._progress_fields(stats))
+        self._snapshot = self._state_dict()
+        if state.step >= state.next_checkpoint_step:
+            state.next_checkpoint_step += cfg.checkpoint_every_steps * (
+                1 + (state.step - state.next_checkpoint_step) // cfg.checkpoint_every_steps
+            )
+            save_checkpoint(self.run_dir, self._snapshot, self.buffer)
+
+    def _evaluate(self, writer: Any, record_episodes: int = 0) -> EvalResult:
+        keys = self.policy_keys
+        camera = PIXELS_PREFIX + self.cfg.sim.cameras[0] if self.cfg.sim.cameras else ""
+        result = evaluate(
+            self.eval_env,
+            lambda obs: self.agent.act({k: obs[k] for k in keys}, deterministic=True),
+            eval_seeds(self.cfg.seed, self.cfg.eval_episodes),
+            camera_key=camera,
+            record_episodes=record_episodes,
+        )
+        self.last_eval = result
+        self.state.evals.append({"step": float(self.state.step), **result.as_dict()})
+        for key, value in result.as_dict().items():
+            writer.add_scalar(f"eval/{key}", value, self.state.step)
+        return result
+
+    def _progress_fields(self, stats: dict[str, float]) -> dict[str, str]:
+        success = f"{self.state.evals[-1]['success_rate']:.0%}" if self.state.evals else "-"
+        backlog = f"{stats.get('scorer/backlog', 0):.0f}" if self.link is not None else "-"
+        return {"success": success, "backlog": backlog}
+
+    # ------------------------------------------------------------------------------- checkpoints
+    def _state_dict(self) -> dict[str, Any]:
+        return {
+            "config": self.cfg,
+            "agent": self.agent.state_dict(),
+            "buffer": self.buffer.state_dict(),
+            "loop": dataclasses.replace(
+                self.state,
+                rng_state=dict(self.rng.bit_generator.state),
+                evals=list(self.state.evals),
+                train_log=list(self.state.train_log),
+            ),
+            "num_episodes_committed": self.buffer.num_episodes,
+        }
+
+    def _load(self, checkpoint: dict[str, Any]) -> None:
+        self.agent.load_state_dict(checkpoint["agent"])
+        if self.buffer.num_episodes != checkpoint["num_episodes_committed"]:
+            raise ConfigError(
+                f"--resume {self.run_dir}: the buffer holds {self.buffer.num_episodes} episodes but the checkpoint "
+                f"was taken at {checkpoint['num_episodes_committed']}; the store changed after the checkpoint"
+            )
+        self.buffer.load_state_dict(checkpoint["buffer"])
+        self.state = dataclasses.replace(checkpoint["loop"])
+        self.rng.bit_generator.state = self.state.rng_state
+
+    def _writer(self) -> Any:
+        from torch.utils.tensorboard import SummaryWriter
+
+        return SummaryWriter(str(self.run_dir / "tb"), purge_step=self.state.step or None)
+
+    # ------------------------------------------------------------------------------------ the end
+    def _finish(self, interrupted: bool) -> dict[str, Path]:
+        outputs: dict[str, Path] = {}
+        assert self._snapshot is not None
+        if interrupted:  # the episode in flight is lost, as after a crash; resume repeats it exactly
+            outputs["checkpoint"] = save_checkpoint(self.run_dir, self._snapshot, self.buffer)
+        with self._writer() as writer:
+            final = self._evaluate(writer, record_episodes=self.cfg.video_episodes)
+            self.state.evals.pop()  # the report shows it; the history keeps the scheduled evaluations
+        if not interrupted:
+            outputs["checkpoint"] = save_checkpoint(self.run_dir, self._snapshot, self.buffer)
+        outputs["policy"] = export_policy(self.agent, self.run_dir / "policy.pt")
+        if self.cfg.export_onnx:
+            outputs["onnx"] = export_onnx(self.agent, self.run_dir / "policy.onnx")
+        scorer = self.link.scorer if self.link is not None else None
+        outputs.update(
+            write_report(
+                self.run_dir, self.cfg, self.state, final, scorer, getattr(self, "prompt", ""), self.buffer_cfg,
+                interrupted=interrupted,
+            )
+        )  # fmt: skip
+        if self.link is not None:
+            self.link.close()
+        self.buffer.close()
+        self.env.close()
+        self.eval_env.close()
+        self.final = final
+        return outputs
+
+    def summary_line(self) -> str:
+        """One line: steps, episodes, final success rate and return."""
+        final = getattr(self, "final", None)
+        figures = f", final success {final.success_rate:.0%}, return {final.mean_return:.2f}" if final else ""
+        return f"{self.state.step} steps, {self.state.episode} episodes{figures}"
+
+
+def default_run_dir(cfg: TrainConfig) -> Path:
+    """runs/train-<task>-<UTC time>."""
+    import time
+
+    return Path("runs") / f"train-{cfg.sim.task}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
