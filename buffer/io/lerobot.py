@@ -1,0 +1,193 @@
+"""LeRobotDataset <-> replay buffer: import recorded robot episodes (v2.1 or v3.0) to score and train on
+them, export buffer episodes as a LeRobotDataset v3.0.
+
+Name mapping: `observation.state` <-> `state`, `observation.images.<cam>` <-> `pixels/<cam>`, other
+`observation.<key>` <-> `<key>`, `action`, `next.reward` <-> `reward`, `next.done`/`next.truncated`,
+`info.<key>` <-> `info/<key>` (a native `next.success` becomes `info/success`, shifted to the frame it
+describes). A LeRobot frame carries an action; its last frame has no successor, so on import the last
+frame becomes the episode's final observation and its action/reward are dropped (T frames -> T - 1
+transitions). Export writes all T + 1 rows, the final one with a zero action and `next.done` set, so
+import(export(x)) gives x back (frames through the video codec, so up to its loss).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from buffer.errors import BufferError
+from buffer.io.lerobot_format import LeRobotEpisode, LeRobotReader
+from buffer.replay_buffer import ReplayBuffer
+
+_BOOKKEEPING = {"timestamp", "frame_index", "episode_index", "index", "task_index"}
+_HANDLED = {"action", "next.reward", "next.done", "next.truncated", "next.success"}
+
+
+def _obs_key(feature: str) -> str | None:
+    """Buffer observation key of a LeRobot feature (None: not an observation)."""
+    if feature.startswith("observation.images."):
+        return "pixels/" + feature[len("observation.images.") :]
+    if feature == "observation.image":
+        return "pixels/image"
+    if feature == "observation.state":
+        return "state"
+    if feature.startswith("observation."):
+        return feature[len("observation.") :]
+    return None
+
+
+def lerobot_spec(
+    root: str | Path,
+) -> tuple[dict[str, tuple[tuple[int, ...], np.dtype]], int, tuple[str, ...]]:
+    """(obs_spec, action_dim, info_keys) of a LeRobotDataset, to build a buffer it can be imported into."""
+    reader = LeRobotReader(root)
+    obs_spec: dict[str, tuple[tuple[int, ...], np.dtype]] = {}
+    for name, feature in reader.features.items():
+        key = _obs_key(name)
+        if key is None:
+            continue
+        shape = tuple(int(s) for s in feature["shape"])
+        if feature["dtype"] in ("video", "image"):
+            if feature.get("names") and list(feature["names"])[:1] == ["channels"]:
+                shape = (shape[1], shape[2], shape[0])
+            obs_spec[key] = (shape, np.dtype(np.uint8))
+        else:
+            obs_spec[key] = (shape, np.dtype(np.float32))
+    if "action" not in reader.features:
+        raise BufferError(f"{root}: the dataset has no 'action' feature")
+    action_dim = int(np.prod(reader.features["action"]["shape"]))
+    info_keys = [n[len("info.") :] for n in reader.features if n.startswith("info.")]
+    if "next.success" in reader.features and "success" not in info_keys:
+        info_keys.append("success")
+    return obs_spec, action_dim, tuple(info_keys)
+
+
+def import_lerobot(root: str | Path, buffer: ReplayBuffer) -> int:
+    """Add every episode of a local LeRobotDataset directory to `buffer`; returns episodes added.
+
+    Raises:
+        BufferError: unreadable dataset, or features that do not match the buffer's arrays.
+    """
+    reader = LeRobotReader(root)
+    added = 0
+    for episode in reader.episodes():
+        if episode.length < 2:
+            warnings.warn(
+                f"{root}: episode {episode.index} has {episode.length} frame(s); skipped", stacklevel=2
+            )
+            continue
+        _add(buffer, episode, reader, root)
+        added += 1
+    return added
+
+
+def _add(buffer: ReplayBuffer, episode: LeRobotEpisode, reader: LeRobotReader, root: str | Path) -> None:
+    cols = episode.columns
+    t = episode.length - 1  # transitions
+    obs = {}
+    for name in cols:
+        key = _obs_key(name)
+        if key is not None:
+            frames = cols[name]
+            if reader.features[name]["dtype"] in ("video", "image"):
+                obs[key] = frames.astype(np.uint8)
+            else:
+                obs[key] = (
+                    frames.reshape(episode.length, *buffer.storage.specs[key].shape)
+                    if key in buffer.storage.specs
+                    else frames
+                )
+    missing = [k for k in buffer.obs_keys if k not in obs]
+    if missing:
+        raise BufferError(f"{root}: episode {episode.index} lacks observations {missing} the buffer stores")
+    zeros = np.zeros(episode.length)
+    done = cols.get("next.done", zeros).reshape(-1).astype(bool)
+    trunc = cols.get("next.truncated", zeros).reshape(-1).astype(bool)
+    terminated = done[:t] & ~trunc[:t]
+    terminated[-1] |= done[t] & ~trunc[t]
+    truncated = np.zeros(t, bool)
+    truncated[-1] = not terminated[-1]
+    info = {}
+    for key in buffer.info_keys:
+        if f"info.{key}" in cols:
+            info[key] = cols[f"info.{key}"].reshape(-1)
+        elif key == "success" and "next.success" in cols:
+            info[key] = np.concatenate([[0.0], cols["next.success"].reshape(-1)[:t]])
+    buffer.add_episode(
+        {k: v for k, v in obs.items() if k in buffer.obs_keys},
+        cols["action"].reshape(episode.length, -1)[:t],
+        cols.get("next.reward", zeros).reshape(-1)[:t],
+        terminated,
+        truncated,
+        info,
+    )
+
+
+def export_lerobot(
+    buffer: ReplayBuffer,
+    root: str | Path,
+    *,
+    fps: int,
+    task: str = "",
+    repo_id: str = "local/vlmrl-export",
+    episodes: Sequence[int] | None = None,
+    vcodec: str = "libsvtav1",
+) -> int:
+    """Write live buffer episodes (all, or `episodes`) as a LeRobotDataset v3.0 at `root` (must not exist).
+
+    Uses lerobot's own writer (lerobot 0.4.x), so the result loads with `LeRobotDataset`. Returns the
+    number of episodes written.
+
+    Raises:
+        BufferError: lerobot is not importable, or `root` exists.
+    """
+    try:
+        from lerobot.datasets.lerobot_dataset import LeRobotDataset
+    except ImportError as exc:
+        raise BufferError(f"export to LeRobotDataset needs lerobot (pip install lerobot): {exc}") from None
+    if Path(root).exists():
+        raise BufferError(f"{root}: already exists; export writes a new dataset")
+    specs = buffer.storage.specs
+    features: dict[str, dict] = {}
+    names: dict[str, str] = {}
+    for key in buffer.obs_keys:
+        spec = specs[key]
+        if spec.is_frame:
+            name = "observation.images." + key[len("pixels/") :]
+            features[name] = {"dtype": "video", "shape": spec.shape, "names": ["height", "width", "channels"]}
+        else:
+            name = "observation.state" if key == "state" else "observation." + key
+            features[name] = {"dtype": "float32", "shape": spec.shape or (1,), "names": None}
+        names[key] = name
+    features["action"] = {"dtype": "float32", "shape": specs["action"].shape, "names": None}
+    for name, dtype in (("next.reward", "float32"), ("next.done", "bool"), ("next.truncated", "bool")):
+        features[name] = {"dtype": dtype, "shape": (1,), "names": None}
+    for key in buffer.info_keys:
+        features[f"info.{key}"] = {"dtype": "float32", "shape": (1,), "names": None}
+    dataset = LeRobotDataset.create(
+        repo_id, fps, features, root=root, use_videos=True, vcodec=vcodec, encoder_threads=1
+    )
+    table = buffer.storage.episodes()
+    chosen = list(range(table.first, table.first + table.count)) if episodes is None else list(episodes)
+    for e in chosen:
+        start, end = buffer.episode_rows(e)
+        rows = np.arange(start, end)
+        read = {name: buffer.storage.read(name, rows) for name in specs}
+        for i in range(len(rows)):
+            last = i == len(rows) - 1
+            j = i - 1 if last else i  # the final row repeats the last transition's end flags
+            frame = {names[k]: read[k][i].reshape(features[names[k]]["shape"]) for k in buffer.obs_keys}
+            frame["action"] = read["action"][i].astype(np.float32)
+            frame["next.reward"] = np.array([read["reward"][i]], np.float32)
+            frame["next.done"] = np.array([bool(read["terminated"][j] or read["truncated"][j])])
+            frame["next.truncated"] = np.array([bool(read["truncated"][j])])
+            for key in buffer.info_keys:
+                frame[f"info.{key}"] = np.array([read[f"info/{key}"][i]], np.float32)
+            frame["task"] = task
+            dataset.add_frame(frame)
+        dataset.save_episode()
+    dataset.finalize()
+    return len(chosen)
