@@ -11,10 +11,11 @@ pictures (detected corners, per-image reprojection error), a report and the reso
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -22,6 +23,10 @@ from typing import Annotated, Any, Literal
 import cv2
 import numpy as np
 import tyro
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from scipy.spatial.transform import Rotation
 
 from calibration import (
     Board,
@@ -40,7 +45,7 @@ from calibration import (
 from calibration.intrinsics import check_image_sizes
 from calibration.plots import plot_detections, plot_reprojection_errors
 from calibration.store import camera_path, hand_eye_path
-from calibration.transforms import make_transform
+from calibration.transforms import make_transform, pose_difference
 from vlmrl.errors import ConfigError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
@@ -134,8 +139,6 @@ def main(cfg: CameraCommand | HandEyeCommand | SimCameraCommand) -> int:
 
 
 def run_camera(cfg: CameraCommand) -> int:
-    from rich.console import Console
-
     console = Console()
     board = Board(cfg.board)
     target = camera_path(cfg.camera_id, cfg.calibration_dir)
@@ -184,8 +187,6 @@ def run_camera(cfg: CameraCommand) -> int:
 
 
 def run_hand_eye(cfg: HandEyeCommand) -> int:
-    from rich.console import Console
-
     console = Console()
     board = Board(cfg.board)
     target = hand_eye_path(cfg.robot_id, cfg.camera_id, cfg.calibration_dir)
@@ -259,13 +260,9 @@ def run_hand_eye(cfg: HandEyeCommand) -> int:
             extra=summary,
         )
 
-    from rich.table import Table
-
     table = Table(title=f"hand-eye methods ({result.setup}; {len(camera_board)} poses)")
     for column in ("method", "x y z (mm)", "vs chosen (mm / deg)", "residual (mm / deg)"):
         table.add_column(column)
-    from calibration.transforms import pose_difference
-
     for name, m in result.methods.items():
         mm, deg = pose_difference(m.transform, result.transform)
         xyz = " ".join(f"{v * 1000:.1f}" for v in m.transform[:3, 3])
@@ -290,8 +287,6 @@ def run_hand_eye(cfg: HandEyeCommand) -> int:
 
 
 def run_sim_camera(cfg: SimCameraCommand) -> int:
-    from rich.console import Console
-
     if cfg.mjcf is not None:
         from sim.rendering import select_gl_backend
 
@@ -425,21 +420,13 @@ def _out_dir(out_dir: Path | None, stem: str) -> Path:
     return out_dir
 
 
-def _progress(console: Any, description: str, total: int) -> Any:
-    """A rich progress bar as a context manager yielding ``advance(name)``."""
-    import contextlib
-
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    @contextlib.contextmanager
-    def bar() -> Any:
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=console, transient=True) as progress:
-            task = progress.add_task(description, total=total)
-            advance: Callable[[str], None] = lambda _name: progress.advance(task)  # noqa: E731
-            yield advance
-
-    return bar()
+@contextlib.contextmanager
+def _progress(console: Console, description: str, total: int) -> Iterator[Callable[[str], None]]:
+    """A rich progress bar; yields ``advance(name)`` to call once per item."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task(description, total=total)
+        yield lambda _name: progress.advance(task)
 
 
 def _image_row(report: ImageReport) -> dict[str, Any]:
@@ -452,9 +439,7 @@ def _image_row(report: ImageReport) -> dict[str, Any]:
     }
 
 
-def _print_image_table(console: Any, reports: Sequence[ImageReport], title: str) -> None:
-    from rich.table import Table
-
+def _print_image_table(console: Console, reports: Sequence[ImageReport], title: str) -> None:
     table = Table(title=title)
     for column in ("image", "corners", "RMS (px)", "status"):
         table.add_column(column)
@@ -464,9 +449,7 @@ def _print_image_table(console: Any, reports: Sequence[ImageReport], title: str)
     console.print(table)
 
 
-def _print_key_values(console: Any, title: str, rows: dict[str, str]) -> None:
-    from rich.table import Table
-
+def _print_key_values(console: Console, title: str, rows: dict[str, str]) -> None:
     table = Table(title=title, show_header=False)
     table.add_column(style="bold")
     table.add_column()
@@ -476,8 +459,6 @@ def _print_key_values(console: Any, title: str, rows: dict[str, str]) -> None:
 
 
 def _rpy_deg(transform: np.ndarray) -> np.ndarray:
-    from scipy.spatial.transform import Rotation
-
     return Rotation.from_matrix(transform[:3, :3]).as_euler("xyz", degrees=True)
 
 
