@@ -29,6 +29,8 @@ _METHODS = {
     "daniilidis": cv2.CALIB_HAND_EYE_DANIILIDIS,
 }
 _MIN_ROTATION_DEG = 5.0
+# Ranking methods: a 1-degree error moves a point 0.1 m away by 1.745 mm.
+_MM_PER_DEG = 1.745
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ def calibrate_hand_eye(
             f"hand-eye methods disagree by {agreement_mm:.1f} mm / {agreement_deg:.2f} deg (limits "
             f"{cfg.max_disagreement_mm} mm / {cfg.max_disagreement_deg} deg): use more poses with larger rotations"
         )
-    chosen = min(methods, key=lambda n: methods[n].residual_mm + methods[n].residual_deg * 1.745)
+    chosen = min(methods, key=lambda n: methods[n].residual_mm + methods[n].residual_deg * _MM_PER_DEG)
     X = methods[chosen].transform
     if cfg.refine:
         X = _refine(A, X, B)

@@ -110,3 +110,22 @@ def test_eye_in_hand_from_rendered_views(checkerboard_views):
     mm, deg = pose_difference(X, result.transform)
     assert mm < 2.0 and deg < 0.5, (mm, deg)
     assert pose_difference(result.board_transform, views.scene.T_world_board)[0] < 3.0
+
+
+def test_eye_to_hand_from_rendered_views(charuco_views):
+    """End to end: a fixed camera photographs a board held by the gripper (camera-to-base extrinsics)."""
+    views = charuco_views
+    rng = np.random.default_rng(6)
+    X = make_transform(
+        Rotation.from_euler("xyz", [-140, 2, 95], degrees=True).as_matrix(), [0.55, 0.12, 0.45]
+    )
+    T_gripper_board = make_transform(np.diag([1.0, -1.0, -1.0]), [0.0, 0.0, 0.04])
+    intrinsics = calibrate_intrinsics(views.names, views.images, views.board, IntrinsicsConfig())
+    camera_board = [report.T_camera_board for report in intrinsics.images]
+    # The views fix where the board was relative to the camera; the gripper must have been here for that.
+    truth = [invert(T_world_camera) @ views.scene.T_world_board for T_world_camera in views.T_world_camera]
+    base_gripper = [_perturb(X @ T @ invert(T_gripper_board), rng, *ROBOT_NOISE) for T in truth]
+    result = calibrate_hand_eye(base_gripper, camera_board, HandEyeConfig(setup="eye_to_hand"))
+    mm, deg = pose_difference(X, result.transform)
+    assert mm < 2.0 and deg < 0.5, (mm, deg)
+    assert pose_difference(result.board_transform, T_gripper_board)[0] < 3.0
