@@ -129,6 +129,10 @@ def calibrate_intrinsics(
     Raises:
         CalibrationError: mixed image sizes, or fewer than ``cfg.min_images`` usable views.
     """
+    if len(names) != len(images) or len(set(names)) != len(names):
+        raise CalibrationError(
+            f"need one unique name per image (got {len(set(names))} names for {len(images)} images)"
+        )
     image_size = check_image_sizes(names, images)
     reports: dict[str, ImageReport] = {}
     detections: dict[str, BoardDetection] = {}
@@ -201,9 +205,21 @@ def _fit(
     if cfg.fix_aspect_ratio:
         flags |= cv2.CALIB_FIX_ASPECT_RATIO
     criteria = (cv2.TERM_CRITERIA_COUNT + cv2.TERM_CRITERIA_EPS, 100, 1e-9)
-    rms, fitted_matrix, dist, rvecs, tvecs = cv2.calibrateCamera(
-        object_points, image_points, image_size, camera_matrix, np.zeros(5), flags=flags, criteria=criteria
-    )
+    try:
+        rms, fitted_matrix, dist, rvecs, tvecs = cv2.calibrateCamera(
+            object_points,
+            image_points,
+            image_size,
+            camera_matrix,
+            np.zeros(5),
+            flags=flags,
+            criteria=criteria,
+        )
+    except cv2.error as exc:
+        message = str(exc).strip().splitlines()[-1]
+        raise CalibrationError(
+            f"the intrinsic fit failed on {len(names)} views ({message}); take more varied views"
+        ) from None
     intrinsics = CameraIntrinsics(np.asarray(fitted_matrix), np.asarray(dist).reshape(-1)[:5], image_size)
     poses, errors = {}, {}
     for name, rvec, tvec in zip(names, rvecs, tvecs):

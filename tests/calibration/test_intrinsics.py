@@ -113,3 +113,9 @@ def test_distortion_maps_invert_the_undistortion_maps():
     map_x, map_y, _ = undistortion_maps(lens)
     back = cv2.remap(there, map_x, map_y, cv2.INTER_LINEAR)
     assert np.max(np.abs(back - image)[120:360, 160:480]) < 1.0
+
+
+def test_duplicate_names_are_rejected(checkerboard_views):
+    views = checkerboard_views
+    with pytest.raises(CalibrationError, match="one unique name per image"):
+        calibrate_intrinsics(["a", "a"], views.images[:2], views.board, IntrinsicsConfig())
