@@ -103,10 +103,16 @@ class SimCamera:
             "principal_offset_px": list(self.principal_offset_px),
             "principal_residual_px": list(self.principal_residual_px),
             "focal_residual_px": list(self.focal_residual_px),
+            "camera_matrix": self.camera_matrix.tolist(),
+            "dist_coeffs": self.dist_coeffs.tolist(),
         }
 
     def to_mjcf(self, name: str) -> str:
-        """An MJCF ``<camera>`` element with these settings (for the parent body's ``<body>``)."""
+        """An MJCF ``<camera>`` element with these settings (for the parent body's ``<body>``).
+
+        For "crop" the element's fovy is for ``render_size``: render at that size and crop the image size
+        at ``crop_offset_px`` (``CameraRenderer`` does both).
+        """
         pos = " ".join(f"{v:.6g}" for v in self.pos)
         quat = " ".join(f"{v:.8g}" for v in self.quat)
         element = f'<camera name="{name}" pos="{pos}" quat="{quat}"'
