@@ -48,6 +48,34 @@ class CameraIntrinsics:
     def cy(self) -> float:
         return float(self.camera_matrix[1, 2])
 
+    def crop_and_resize(self, box_xywh: tuple[int, int, int, int], size: tuple[int, int]) -> CameraIntrinsics:
+        """Intrinsics of frames cropped to ``box_xywh`` (pixels) then resized to ``size`` (width, height).
+
+        Lets the sim render observations directly at training resolution that match real frames
+        processed the same way (e.g. a centre square crop resized to 128x128). Distortion is kept:
+        undistort before cropping.
+        """
+        x0, y0, width, height = box_xywh
+        if (
+            width <= 0
+            or height <= 0
+            or x0 < 0
+            or y0 < 0
+            or x0 + width > self.image_size[0]
+            or y0 + height > self.image_size[1]
+        ):
+            raise CalibrationError(
+                f"crop box {box_xywh} does not fit a {self.image_size[0]}x{self.image_size[1]} image"
+            )
+        sx, sy = size[0] / width, size[1] / height
+        # Pixel centres at integers: u' = (u - x0 + 0.5) * sx - 0.5.
+        affine = np.array(
+            [[sx, 0.0, (0.5 - x0) * sx - 0.5], [0.0, sy, (0.5 - y0) * sy - 0.5], [0.0, 0.0, 1.0]]
+        )
+        return CameraIntrinsics(
+            affine @ self.camera_matrix, self.dist_coeffs.copy(), (int(size[0]), int(size[1]))
+        )
+
     def project(self, points_m: np.ndarray, T_camera_points: np.ndarray, distort: bool = True) -> np.ndarray:
         """Projects float[N, 3] points given in a frame posed by T_camera_points into pixels float[N, 2]."""
         rvec = cv2.Rodrigues(T_camera_points[:3, :3])[0]

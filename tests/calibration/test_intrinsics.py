@@ -119,3 +119,20 @@ def test_duplicate_names_are_rejected(checkerboard_views):
     views = checkerboard_views
     with pytest.raises(CalibrationError, match="one unique name per image"):
         calibrate_intrinsics(["a", "a"], views.images[:2], views.board, IntrinsicsConfig())
+
+
+def test_crop_and_resize_intrinsics_match_resized_frames():
+    lens = CameraIntrinsics(np.array([[600.0, 0, 331], [0, 596.0, 233], [0, 0, 1]]), np.zeros(5), (640, 480))
+    small = lens.crop_and_resize((80, 0, 480, 480), (128, 128))
+    assert small.image_size == (128, 128)
+    # A bright pixel block moves exactly as the new camera matrix says after a real crop + resize.
+    frame = np.zeros((480, 640), np.float32)
+    frame[300:315, 400:415] = 1.0
+    resized = cv2.resize(frame[0:480, 80:560], (128, 128), interpolation=cv2.INTER_AREA)
+    ys, xs = np.nonzero(resized > 0)
+    weights = resized[ys, xs]
+    centre = np.array([(xs * weights).sum(), (ys * weights).sum()]) / weights.sum()
+    ray = np.array([[(407 - lens.cx) / lens.fx, (307 - lens.cy) / lens.fy, 1.0]])
+    np.testing.assert_allclose(small.project(ray, np.eye(4))[0], centre, atol=0.05)
+    with pytest.raises(CalibrationError, match="crop box"):
+        lens.crop_and_resize((200, 0, 480, 480), (128, 128))
