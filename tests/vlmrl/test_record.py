@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import zarr
 
+from buffer.io import LeRobotReader
 from robot.config import SO101_JOINT_KEYS, ArmConfig, LeRobotEnvConfig, WatchdogConfig
-from robot.lerobot_dataset import LeRobotEpisodes
 from vlm.config import OracleConfig
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines import record, score
@@ -38,14 +38,18 @@ def test_scripted_demonstrations_go_to_zarr_and_lerobot_and_can_be_scored(tmp_pa
     attrs = zarr.open_group(str(store), mode="r").attrs.asdict()
     assert attrs["vlmrl_record"]["action_keys"] == list(SO101_JOINT_KEYS)
     assert "red cube" in attrs["vlmrl_record"]["task_description"]
-    ds = LeRobotEpisodes(tmp_path / "rec" / "lerobot")
-    assert ds.episodes == [0, 1] and [ds.length(e) for e in ds.episodes] == [10, 10]
-    actions = ds.column(0, "action")
-    assert actions.shape == (10, 6) and np.ptp(actions[:, 1]) > 1.0  # the expert moved the shoulder
-    assert ds.frames(1, "front").shape == (10, 32, 32, 3)
+    episodes = list(LeRobotReader(tmp_path / "rec" / "lerobot").episodes())
+    assert [e.index for e in episodes] == [0, 1] and [e.length for e in episodes] == [
+        11,
+        11,
+    ]  # 10 steps + final
+    actions = episodes[0].columns["action"]
+    assert actions.shape == (11, 6) and np.ptp(actions[:10, 1]) > 1.0  # the expert moved the shoulder
+    assert episodes[1].columns["observation.images.front"].shape == (11, 32, 32, 3)
+    assert "info.progress" in episodes[0].columns
     # A second run appends to the store; the export is rebuilt with every episode.
     assert record.main(config(tmp_path, episodes=1, seed=5)) == 0
-    assert LeRobotEpisodes(tmp_path / "rec" / "lerobot").episodes == [0, 1, 2]
+    assert [e.index for e in LeRobotReader(tmp_path / "rec" / "lerobot").episodes()] == [0, 1, 2]
     assert json.loads((tmp_path / "rec" / "config.json").read_text())["source"] == "scripted"
     # The export scores with the oracle (progress was exported beside the frames).
     out = tmp_path / "report"
@@ -53,7 +57,9 @@ def test_scripted_demonstrations_go_to_zarr_and_lerobot_and_can_be_scored(tmp_pa
         score.main(score.Config(episodes=tmp_path / "rec" / "lerobot", scorer=OracleConfig(), out_dir=out))
         == 0
     )
-    assert len(json.loads((out / "summary.json").read_text())["episodes"]) == 3
+    summary = json.loads((out / "summary.json").read_text())
+    assert [r["steps"] for r in summary["episodes"]] == [10, 10, 10]
+    assert "red cube" in summary["prompt"]
 
 
 def test_keyboard_jogging_drives_the_twin_and_records_what_was_sent(tmp_path, monkeypatch):

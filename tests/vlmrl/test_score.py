@@ -8,8 +8,7 @@ import pytest
 import zarr
 
 from buffer import BufferConfig, make_buffer
-from robot.config import SO101_JOINT_KEYS
-from robot.lerobot_dataset import EpisodeArrays, write_lerobot_dataset
+from buffer.io import export_lerobot
 from vlm.config import AuxRewardConfig, OracleConfig
 from vlmrl import cli
 from vlmrl.errors import ConfigError
@@ -56,7 +55,7 @@ def test_score_a_zarr_store_writes_scores_into_it_and_a_report(tmp_path):
     report = tmp_path / "episodes.zarr-report"
     summary = json.loads((report / "summary.json").read_text())
     rows = summary["episodes"]
-    assert [r["steps"] for r in rows] == [10, 6] and [r["clips"] for r in rows] == [2, 1]
+    assert [r["steps"] for r in rows] == [9, 5] and [r["clips"] for r in rows] == [2, 1]
     # Oracle "progress/last": a clip's score is the progress at its last frame (steps 4 and 8 of 9).
     assert rows[0]["final_score"] == pytest.approx(8 / 9, abs=1e-5)
     assert rows[0]["aux_return"] == pytest.approx(4 / 9 + 8 / 9, abs=1e-5)
@@ -77,30 +76,32 @@ def test_score_a_zarr_store_writes_scores_into_it_and_a_report(tmp_path):
 
 
 def test_score_a_lerobot_dataset_writes_a_sidecar_parquet(tmp_path):
-    def episode(t):
-        progress = np.linspace(0, 1, t, dtype=np.float32)
-        return EpisodeArrays(
-            state=np.zeros((t, 6), np.float32),
+    buf = make_buffer(BufferConfig(storage="memory", capacity_steps=64), OBS, 6, ("success", "progress"))
+    for t in (7, 5):
+        progress = np.linspace(0, 1, t + 1).astype(np.float32)
+        buf.add_episode(
+            obs={
+                "state": np.zeros((t + 1, 6), np.float32),
+                "pixels/front": np.full((t + 1, 24, 24, 3), 128, np.uint8),
+            },
             action=np.zeros((t, 6), np.float32),
-            frames={"front": np.full((t, 32, 32, 3), 128, np.uint8)},
             reward=np.zeros(t, np.float32),
-            success=progress >= 1,
-            task="Pick up the red cube.",
-            extra={"progress": progress},
+            terminated=np.eye(1, t, t - 1, dtype=bool)[0],
+            truncated=np.zeros(t, bool),
+            info={"success": (progress >= 1).astype(np.float32), "progress": progress},
         )
-
-    root = write_lerobot_dataset(
-        tmp_path / "ds", [episode(8), episode(6)], fps=10, joint_keys=SO101_JOINT_KEYS, robot_type="sim_so101"
-    )
+    root = tmp_path / "ds"
+    export_lerobot(buf, root, fps=10, task="Pick up the red cube.")
+    buf.close()
     before = sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file())
     cfg = score.Config(
         episodes=root, scorer=OracleConfig(), clip_length=4, clip_stride=1, out_dir=tmp_path / "report"
     )
     assert score.main(cfg) == 0
     rows = json.loads((tmp_path / "report" / "summary.json").read_text())["episodes"]
-    assert [r["steps"] for r in rows] == [8, 6] and rows[0]["success"] is True
-    sidecar = next((root / "vlmrl_scores").glob("*[!s].parquet"))
-    table = pq.read_table(sidecar)
+    assert [r["steps"] for r in rows] == [7, 5] and rows[0]["success"] is True
+    assert rows[0]["final_score"] == pytest.approx(1.0, abs=1e-5)  # progress at the last clip's last frame
+    table = pq.read_table(next((root / "vlmrl_scores").glob("*.parquet")))
     assert table.num_rows == 14 and set(table.column_names) >= {
         "episode_index",
         "frame_index",

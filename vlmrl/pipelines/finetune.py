@@ -38,6 +38,7 @@ from buffer.config import BufferConfig
 from vlm.config import WorkerConfig
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines.deploy import RobotEnvConfig, check_policy_fits, make_robot_env, write_config
+from vlmrl.pipelines.record import open_episode_store
 
 logger = logging.getLogger("vlmrl.finetune")
 
@@ -147,7 +148,6 @@ def main(cfg: Config) -> int:
 
     from agents.export import export_policy
     from agents.sac import SAC
-    from buffer import make_buffer
     from robot.contract import env_spec
     from robot.signals import interrupt_on_signals
     from robot.teleop import KeyboardJog, LeaderArm, OperatorKeys
@@ -180,12 +180,17 @@ def main(cfg: Config) -> int:
             gamma=train.buffer.gamma,
             n_step=train.buffer.n_step,
         )
-        buffer = make_buffer(
-            buffer_cfg,
-            spec.obs_spec(),
-            spec.action_shape[0],
-            INFO_KEYS,
-            path=str(cfg.out_dir / "buffer.zarr"),
+        record_attrs = {
+            "task_description": spec.task_description,
+            "control_hz": cfg.env.control_hz,
+            "robot_type": cfg.robot.type,
+            "action_keys": list(env.action_keys),
+            "cameras": list(spec.cameras),
+            "from_run": str(cfg.from_run),
+        }
+        store = cfg.out_dir / "buffer.zarr"
+        buffer = open_episode_store(
+            store, buffer_cfg, spec.obs_spec(), spec.action_shape[0], INFO_KEYS, record_attrs
         )
         prompt = train.prompt or make_prompt(spec.task_description)
         sink = ScoreSink(

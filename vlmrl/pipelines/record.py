@@ -9,7 +9,8 @@ Operator keys (with a display): right arrow = success, left = failure (both end 
 discard and re-record the episode, escape = emergency stop. Each episode is kept in memory until it ends,
 then committed to ``out_dir/episodes.zarr`` (a crash loses at most the episode in flight); the store is
 reopened and extended by later runs. At the end every stored episode is exported to
-``out_dir/lerobot`` (LeRobotDataset v3, written by LeRobot's own writer, replaced atomically).
+``out_dir/lerobot`` (LeRobotDataset v3.0 through ``buffer.io.export_lerobot``, LeRobot's own writer;
+rebuilt, then swapped in).
 """
 
 from __future__ import annotations
@@ -53,8 +54,6 @@ class Config(RobotEnvConfig):
     """Steps the zarr store holds (a new store only; the oldest episodes go first when full)."""
     export_lerobot: bool = True
     """Export every stored episode to ``out_dir/lerobot`` at the end."""
-    lerobot_videos: bool = True
-    """Store camera frames as AV1 video in the export (else PNG images)."""
 
 
 Driver = Callable[[dict[str, np.ndarray]], np.ndarray]
@@ -98,7 +97,7 @@ def make_driver(cfg: Config, env: Any) -> tuple[Driver, Callable[[], None], Call
 
 def main(cfg: Config) -> int:
     """Record ``cfg.episodes`` episodes; returns 0."""
-    from buffer import BufferConfig, make_buffer
+    from buffer import BufferConfig
     from robot.contract import env_spec
     from robot.signals import interrupt_on_signals
     from robot.teleop import OperatorKeys
@@ -110,22 +109,21 @@ def main(cfg: Config) -> int:
     env = make_robot_env(cfg, cfg.out_dir)
     with interrupt_on_signals(), env:
         spec = env_spec(env)
-        buffer = make_buffer(
-            BufferConfig(storage="zarr", capacity_steps=cfg.capacity_steps),
-            spec.obs_spec(),
-            spec.action_shape[0],
-            ("success", "progress"),
-            path=str(store),
-        )
-        # Through the buffer's own group: a second handle's attrs would be overwritten by its commits.
-        group: Any = getattr(buffer.storage, "group")  # noqa: B009 - ZarrStorage's zarr group
-        group.attrs["vlmrl_record"] = {
+        record_attrs = {
             "task_description": spec.task_description,
             "control_hz": cfg.env.control_hz,
             "robot_type": cfg.robot.type,
             "action_keys": list(env.action_keys),
             "cameras": list(spec.cameras),
         }
+        buffer = open_episode_store(
+            store,
+            BufferConfig(storage="zarr", capacity_steps=cfg.capacity_steps),
+            spec.obs_spec(),
+            spec.action_shape[0],
+            ("success", "progress"),
+            record_attrs,
+        )
         propose, on_reset, close_driver = make_driver(cfg, env)
         keys = OperatorKeys()
         recorded, attempt = 0, 0
@@ -144,9 +142,31 @@ def main(cfg: Config) -> int:
             keys.close()
             buffer.close()
     if cfg.export_lerobot:
-        export_store(store, cfg.out_dir / "lerobot", cfg, use_videos=cfg.lerobot_videos)
+        export_store(store, cfg.out_dir / "lerobot", cfg)
     print(f"record: {recorded} episode(s) -> {store}")
     return 0
+
+
+def open_episode_store(
+    store: Path,
+    buffer_cfg: Any,
+    obs_spec: dict[str, Any],
+    action_dim: int,
+    info_keys: tuple[str, ...],
+    record_attrs: dict[str, Any],
+) -> Any:
+    """Open (or create) a zarr episode store with ``record_attrs`` under its ``vlmrl_record`` attribute.
+
+    The store keeps its group metadata in memory and rewrites it on every commit, so the attribute is
+    written while no buffer holds the store, then the store is reopened (and keeps it from then on).
+    """
+    import zarr
+
+    from buffer import make_buffer
+
+    make_buffer(buffer_cfg, obs_spec, action_dim, info_keys, path=str(store)).close()
+    zarr.open_group(str(store), mode="a").attrs["vlmrl_record"] = record_attrs
+    return make_buffer(buffer_cfg, obs_spec, action_dim, info_keys, path=str(store))
 
 
 def record_episode(
@@ -186,12 +206,12 @@ def record_episode(
     }
 
 
-def export_store(store: Path, root: Path, cfg: Config, use_videos: bool = True) -> Path:
-    """Export every episode of a zarr episode store to a LeRobotDataset at ``root`` (replaced atomically)."""
+def export_store(store: Path, root: Path, cfg: Config) -> Path:
+    """Export every episode of the zarr store to a LeRobotDataset at ``root`` (rebuilt, then swapped in)."""
     import zarr
 
     from buffer import BufferConfig, make_buffer
-    from robot.lerobot_dataset import EpisodeArrays, write_lerobot_dataset
+    from buffer.io import export_lerobot
 
     meta: Any = zarr.open_group(str(store), mode="r").attrs.asdict()
     env_meta, record = meta["vlmrl_buffer"]["env"], meta.get("vlmrl_record", {})
@@ -203,35 +223,11 @@ def export_store(store: Path, root: Path, cfg: Config, use_videos: bool = True) 
         env_meta["info_keys"],
         path=str(store),
     )
-    cameras = [k.removeprefix("pixels/") for k in obs_spec if k.startswith("pixels/")]
-
-    def episodes() -> Any:
-        table = buffer.storage.episodes()
-        for e in range(table.first, table.first + table.count):
-            start, end = buffer.episode_rows(e)
-            steps, after = np.arange(start, end - 1), np.arange(start + 1, end)
-            read = buffer.storage.read
-            yield EpisodeArrays(
-                state=read("state", steps),
-                action=read("action", steps),
-                frames={cam: read(f"pixels/{cam}", steps) for cam in cameras},
-                reward=read("reward", steps),
-                success=read("info/success", after) > 0,
-                task=str(record.get("task_description", "")),
-                extra={"progress": read("info/progress", after)},
-            )
-
     tmp = root.with_name(root.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        write_lerobot_dataset(
-            tmp,
-            episodes(),
-            fps=round(float(record.get("control_hz", cfg.env.control_hz))),
-            joint_keys=record.get("action_keys", []),
-            robot_type=str(record.get("robot_type", cfg.robot.type)),
-            use_videos=use_videos,
-        )
+        fps = round(float(record.get("control_hz", cfg.env.control_hz)))
+        export_lerobot(buffer, tmp, fps=fps, task=str(record.get("task_description", "")))
     finally:
         buffer.close()
     if root.exists():

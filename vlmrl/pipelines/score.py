@@ -6,7 +6,8 @@
 Each episode is cut into the buffer's clips (``clip_length`` frames, every ``clip_stride`` steps) of one
 camera and scored against the task prompt. Scores and per-step aux rewards go back beside the data:
 into the zarr store's ``scores/<scorer_id>`` and ``aux_reward/<scorer_id>`` arrays, or, for a
-LeRobotDataset (whose own files are never modified), into ``vlmrl_scores/<scorer_id>.parquet``. The
+LeRobotDataset (v2.1 or v3.0, read through ``buffer.io``; its own files are never modified), into
+``vlmrl_scores/<scorer_id>.parquet`` (one row per frame: episode_index, frame_index, score, aux_reward). The
 report (``out_dir``) holds one video per episode with the score curve under the frames, ``summary.md``
 (a table), ``summary.json`` and ``index.html``.
 """
@@ -17,7 +18,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any
 
 import numpy as np
 import tyro
@@ -51,143 +52,98 @@ class Config:
     """Report directory (None: ``<episodes>-report`` beside the data)."""
 
 
-class EpisodeSource(Protocol):
-    """Episodes to score and where their scores go (zarr store or LeRobotDataset)."""
-
-    cameras: list[str]
-    fps: float
-
-    def episodes(self) -> list[int]: ...
-    def frames(self, episode: int, camera: str) -> np.ndarray: ...
-    def info(self, episode: int) -> dict[str, np.ndarray]: ...
-    def task(self, episode: int) -> str: ...
-    def write(
-        self, episode: int, clips: list[Any], scores: np.ndarray, aux: np.ndarray, scorer: Any, prompt: str
-    ) -> str: ...
-
-
-class ZarrSource:
-    """A vlmrl zarr store, through the buffer's ReplayBuffer (scores land in the store's own arrays)."""
+class EpisodeSource:
+    """Recorded episodes as a ReplayBuffer: a zarr store reopened in place (scores are written into it),
+    or a LeRobotDataset imported into RAM (``buffer.io``; scores go to a sidecar parquet beside it)."""
 
     def __init__(self, path: Path, cfg: Config) -> None:
-        import zarr
-
         from buffer import BufferConfig, make_buffer
 
-        meta: Any
-        try:
-            meta = zarr.open_group(str(path), mode="r").attrs.get("vlmrl_buffer")
-        except Exception as exc:
-            raise ConfigError(f"{path}: cannot open as a zarr store ({type(exc).__name__})") from None
-        if meta is None:
-            raise ConfigError(f"{path}: a zarr group that is not a vlmrl episode store")
-        env = meta["env"]
-        record: Any = zarr.open_group(str(path), mode="r").attrs.get("vlmrl_record") or {}
-        self.attrs: dict[str, Any] = dict(record)
-        obs_spec = {k: (tuple(shape), np.dtype(dt)) for k, (shape, dt) in env["obs_spec"].items()}
+        self.path = path
+        self.is_lerobot = (path / "meta" / "info.json").is_file()
+        if self.is_lerobot:
+            from buffer.io import import_lerobot, lerobot_spec
+            from buffer.io.lerobot_format import LeRobotReader
+
+            obs_spec, action_dim, info_keys = lerobot_spec(path)
+            reader = LeRobotReader(path)
+            capacity = int(reader.info.get("total_frames", 0)) + 16
+            attrs: dict[str, Any]
+            storage, attrs = "memory", {"task_description": lerobot_task(path), "control_hz": reader.fps}
+        elif (path / "zarr.json").is_file():
+            import zarr
+
+            group: Any = zarr.open_group(str(path), mode="r")
+            meta: Any = group.attrs.get("vlmrl_buffer")
+            if meta is None:
+                raise ConfigError(f"{path}: a zarr group that is not a vlmrl episode store")
+            env = meta["env"]
+            obs_spec = {k: (tuple(shape), np.dtype(dt)) for k, (shape, dt) in env["obs_spec"].items()}
+            action_dim, info_keys, capacity = (
+                int(env["action_dim"]),
+                tuple(env["info_keys"]),
+                int(meta["capacity"]),
+            )
+            storage, attrs = "zarr", dict(group.attrs.get("vlmrl_record") or {})
+        else:
+            raise ConfigError(
+                f"EPISODES {path}: neither a vlmrl zarr store (zarr.json) nor a LeRobotDataset (meta/info.json)"
+            )
         self.cameras = [k.removeprefix("pixels/") for k in obs_spec if k.startswith("pixels/")]
-        camera = cfg.camera or (self.cameras[0] if self.cameras else "")
+        if not self.cameras:
+            raise ConfigError(f"{path}: the episodes hold no camera frames to score")
+        self.camera = cfg.camera or self.cameras[0]
+        if self.camera not in self.cameras:
+            raise ConfigError(f"--camera {self.camera}: not recorded (have {self.cameras})")
         buf_cfg = BufferConfig(
-            storage="zarr",
-            capacity_steps=int(meta["capacity"]),
+            storage=storage,  # type: ignore[arg-type]
+            capacity_steps=capacity,
             clip_length=cfg.clip_length,
             clip_stride=cfg.clip_stride,
-            clip_camera=f"pixels/{camera}" if camera else "",
+            clip_camera=f"pixels/{self.camera}",
         )
-        self.buffer = make_buffer(buf_cfg, obs_spec, int(env["action_dim"]), env["info_keys"], path=str(path))
-        self.fps = float(self.attrs.get("control_hz", 10.0))
+        self.buffer = make_buffer(
+            buf_cfg, obs_spec, action_dim, info_keys, path=str(path) if storage == "zarr" else None
+        )
+        if self.is_lerobot:
+            import_lerobot(path, self.buffer)
+        self.task = str(attrs.get("task_description", ""))
+        self.fps = float(attrs.get("control_hz", 10.0))
+        self._rows: list[dict[str, Any]] = []
 
     def episodes(self) -> list[int]:
         table = self.buffer.storage.episodes()
         return list(range(table.first, table.first + table.count))
 
-    def _rows(self, episode: int) -> np.ndarray:
+    def write(
+        self, episode: int, clip_ids: list[int], scores: np.ndarray, aux: np.ndarray, scorer_id: str
+    ) -> str:
+        """Scores and aux rewards beside the data: into the store, or collected for the sidecar parquet."""
         start, end = self.buffer.episode_rows(episode)
-        return np.arange(start, end, dtype=np.int64)
-
-    def frames(self, episode: int, camera: str) -> np.ndarray:
-        return self.buffer.storage.read(f"pixels/{camera}", self._rows(episode))
-
-    def info(self, episode: int) -> dict[str, np.ndarray]:
-        rows = self._rows(episode)
-        return {k: self.buffer.storage.read(f"info/{k}", rows) for k in self.buffer.info_keys}
-
-    def task(self, episode: int) -> str:
-        return str(self.attrs.get("task_description", ""))
-
-    def write(
-        self, episode: int, clips: list[Any], scores: np.ndarray, aux: np.ndarray, scorer: Any, prompt: str
-    ) -> str:
-        start, _ = self.buffer.episode_rows(episode)
-        self.buffer.set_scores([start + c.start for c in clips], scores, scorer.scorer_id)
-        self.buffer.set_aux_reward(start + np.arange(len(aux)), aux, scorer.scorer_id)
-        return f"scores/{scorer.scorer_id}"
-
-    def close(self) -> None:
-        self.buffer.close()
-
-
-class LeRobotSource:
-    """A LeRobotDataset v3 directory; scores go to ``vlmrl_scores/`` beside (never into) its files."""
-
-    def __init__(self, path: Path) -> None:
-        from robot.lerobot_dataset import LeRobotEpisodes
-
-        self.dataset = LeRobotEpisodes(path)
-        self.cameras = list(self.dataset.cameras)
-        self.fps = float(self.dataset.fps)
-        self._rows: list[dict[str, Any]] = []
-        self._clips: list[dict[str, Any]] = []
-        self.root = Path(path)
-
-    def episodes(self) -> list[int]:
-        return self.dataset.episodes
-
-    def frames(self, episode: int, camera: str) -> np.ndarray:
-        return self.dataset.frames(episode, camera)
-
-    def info(self, episode: int) -> dict[str, np.ndarray]:
-        names = self.dataset.features
-        out = {}
-        for key in ("progress", "success", "next.success"):
-            if key in names:
-                out[key.removeprefix("next.")] = (
-                    self.dataset.column(episode, key).reshape(-1).astype(np.float32)
-                )
-        return out
-
-    def task(self, episode: int) -> str:
-        return self.dataset.task(episode)
-
-    def write(
-        self, episode: int, clips: list[Any], scores: np.ndarray, aux: np.ndarray, scorer: Any, prompt: str
-    ) -> str:
-        per_step = step_scores(self.dataset.length(episode), clips, scores)
-        for t in range(self.dataset.length(episode)):
+        self.buffer.set_scores(clip_ids, scores, scorer_id)
+        self.buffer.set_aux_reward(start + np.arange(len(aux)), aux, scorer_id)
+        if not self.is_lerobot:
+            return f"{self.path}: scores/{scorer_id}, aux_reward/{scorer_id}"
+        rows = np.arange(start, end)
+        per_row = self.buffer.storage.read(f"scores/{scorer_id}", rows[:-1])
+        for t in range(len(rows)):
+            score = float(per_row[t]) if t < len(per_row) else float(per_row[-1])
             aux_t = float(aux[t]) if t < len(aux) else 0.0
             self._rows.append(
-                {"episode_index": episode, "frame_index": t, "score": float(per_step[t]), "aux_reward": aux_t}
+                {"episode_index": episode, "frame_index": t, "score": score, "aux_reward": aux_t}
             )
-        for c, s in zip(clips, scores):
-            self._clips.append(
-                {
-                    "episode_index": episode,
-                    "start": c.start,
-                    "length": c.length,
-                    "stride": c.stride,
-                    "score": float(s),
-                }
-            )
-        return str(self.root / "vlmrl_scores" / f"{scorer.scorer_id}.parquet")
+        return str(self.path / "vlmrl_scores" / f"{scorer_id}.parquet")
 
     def flush(self, scorer: Any, prompt: str) -> None:
-        """Write the collected rows (one parquet per scorer; rewritten whole, atomically)."""
+        """LeRobotDataset: write the sidecar parquet (atomically; the dataset's own files stay untouched)."""
+        if not self.is_lerobot:
+            return
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         from vlm.prompts import prompt_hash
 
-        out = self.root / "vlmrl_scores"
+        out = self.path / "vlmrl_scores"
         out.mkdir(exist_ok=True)
         meta = {
             "scorer_id": scorer.scorer_id,
@@ -195,17 +151,26 @@ class LeRobotSource:
             "prompt": prompt,
             "prompt_hash": prompt_hash(prompt),
         }
-        for name, rows in (
-            (f"{scorer.scorer_id}.parquet", self._rows),
-            (f"{scorer.scorer_id}.clips.parquet", self._clips),
-        ):
-            table = pa.Table.from_pylist(rows).replace_schema_metadata({"vlmrl": json.dumps(meta)})
-            tmp = out / (name + ".tmp")
-            pq.write_table(table, tmp)
-            tmp.replace(out / name)
+        table = pa.Table.from_pylist(self._rows).replace_schema_metadata({"vlmrl": json.dumps(meta)})
+        tmp = out / f"{scorer.scorer_id}.parquet.tmp"
+        pq.write_table(table, tmp)
+        tmp.replace(out / f"{scorer.scorer_id}.parquet")
 
     def close(self) -> None:
-        pass
+        self.buffer.close()
+
+
+def lerobot_task(root: Path) -> str:
+    """The first task sentence of a LeRobotDataset (v3.0 meta/tasks.parquet or v2.1 meta/tasks.jsonl)."""
+    import pandas as pd
+
+    try:
+        if (root / "meta" / "tasks.parquet").is_file():
+            return str(pd.read_parquet(root / "meta" / "tasks.parquet").index[0])
+        lines = (root / "meta" / "tasks.jsonl").read_text().splitlines()
+        return str(json.loads(lines[0])["task"]) if lines else ""
+    except (OSError, ValueError, IndexError, KeyError):
+        return ""
 
 
 def step_scores(n_steps: int, clips: list[Any], scores: np.ndarray) -> np.ndarray:
@@ -216,24 +181,8 @@ def step_scores(n_steps: int, clips: list[Any], scores: np.ndarray) -> np.ndarra
     return out
 
 
-def open_source(path: Path, cfg: Config) -> Any:
-    """The source for a path (zarr store or LeRobotDataset); ConfigError for anything else."""
-    from robot.lerobot_dataset import is_lerobot_dataset
-
-    if not path.exists():
-        raise ConfigError(f"EPISODES {path}: no such file or directory")
-    if is_lerobot_dataset(path):
-        return LeRobotSource(path)
-    if (path / "zarr.json").is_file():
-        return ZarrSource(path, cfg)
-    raise ConfigError(
-        f"EPISODES {path}: neither a vlmrl zarr store (zarr.json) nor a LeRobotDataset (meta/info.json)"
-    )
-
-
 def main(cfg: Config) -> int:
     """Score every episode; returns 0."""
-    from buffer.clips import plan_clips
     from sim.video import write_video
     from vlm import Clip, make_prompt, make_scorer
     from vlm.aux_reward import aux_rewards
@@ -241,63 +190,61 @@ def main(cfg: Config) -> int:
 
     if cfg.clip_length < 1 or cfg.clip_stride < 1:
         raise ConfigError("--clip-length and --clip-stride must be at least 1")
-    source = open_source(cfg.episodes, cfg)
+    if not cfg.episodes.exists():
+        raise ConfigError(f"EPISODES {cfg.episodes}: no such file or directory")
+    source = EpisodeSource(cfg.episodes, cfg)
     out_dir = cfg.out_dir or cfg.episodes.parent / f"{cfg.episodes.name}-report"
+    rows = []
     try:
-        if not source.cameras:
-            raise ConfigError(f"{cfg.episodes}: the episodes hold no camera frames to score")
-        camera = cfg.camera or source.cameras[0]
-        if camera not in source.cameras:
-            raise ConfigError(f"--camera {camera}: not recorded (have {source.cameras})")
         episodes = source.episodes()
         if not episodes:
-            raise ConfigError(f"{cfg.episodes}: no committed episodes")
+            raise ConfigError(f"{cfg.episodes}: no episodes")
+        goal = cfg.prompt or source.task
+        if not goal:
+            raise ConfigError(f"{cfg.episodes}: no task sentence stored; pass --prompt")
+        prompt = cfg.prompt or (clip_goal_prompt(goal) if cfg.scorer.kind == "clip" else make_prompt(goal))
         write_config(cfg, out_dir)
         scorer = make_scorer(cfg.scorer)
-        rows = []
+        clips_of: dict[int, list[Any]] = {}
+        for ref in source.buffer.new_clips():
+            clips_of.setdefault(ref.episode, []).append(ref)
         try:
-            goal = cfg.prompt or source.task(episodes[0])
-            if not goal:
-                raise ConfigError(f"{cfg.episodes}: no task sentence stored; pass --prompt")
-            prompt = cfg.prompt or (
-                clip_goal_prompt(goal) if cfg.scorer.kind == "clip" else make_prompt(goal)
-            )
             for episode in episodes:
-                frames = source.frames(episode, camera)
-                info = source.info(episode)
-                n = len(frames)
-                clips = plan_clips(episode, 0, n, cfg.clip_length, cfg.clip_stride, camera)
-                batch = []
-                for c in clips:
-                    idx = c.start + np.arange(c.length) * c.stride
-                    batch.append(Clip(frames[idx], {k: v[idx] for k, v in info.items() if len(v) == n}))
-                scores = scorer.score(batch, prompt)
-                n_transitions = max(n - 1, 1)
+                start, end = source.buffer.episode_rows(episode)
+                n_rows = end - start
+                frames = source.buffer.storage.read(f"pixels/{source.camera}", np.arange(start, end))
+                info = {
+                    k: source.buffer.storage.read(f"info/{k}", np.arange(start, end))
+                    for k in source.buffer.info_keys
+                }
+                clips = clips_of.get(episode, [])
+                batch = [Clip(*source.buffer.read_clip(c)) for c in clips]
+                scores = scorer.score(batch, prompt) if batch else np.zeros(0, np.float32)
+                n_transitions = n_rows - 1
                 last_steps = np.array(
                     [min(c.start + (c.length - 1) * c.stride, n_transitions) for c in clips]
                 )
-                success = info.get("success")
-                ended = success is not None and bool(success[-1] > 0)
-                aux = aux_rewards(cfg.aux, n_transitions, last_steps, scores, terminated=ended)
-                where = source.write(episode, clips, scores, aux, scorer, prompt)
-                curve = step_scores(n, clips, scores)
+                terminated = bool(source.buffer.storage.read("terminated", np.array([end - 2]))[0])
+                aux = aux_rewards(cfg.aux, n_transitions, last_steps, scores, terminated=terminated)
+                where = source.write(episode, [c.clip_id for c in clips], scores, aux, scorer.scorer_id)
+                curve = step_scores(n_rows, clips, scores)
                 video = out_dir / f"episode_{episode}.mp4"
                 write_video(compose_report_frames(frames, curve, info.get("progress")), video, fps=source.fps)
+                success = info.get("success")
                 rows.append(
                     {
                         "episode": episode,
-                        "steps": n,
+                        "steps": n_transitions,
                         "clips": len(clips),
-                        "mean_score": float(np.mean(scores)),
-                        "final_score": float(scores[-1]),
+                        "mean_score": float(np.mean(scores)) if len(scores) else None,
+                        "final_score": float(scores[-1]) if len(scores) else None,
                         "aux_return": float(np.sum(aux)),
                         "success": None if success is None else bool(np.any(success > 0)),
                         "video": video.name,
                         "written_to": where,
                     }
                 )
-            if isinstance(source, LeRobotSource):
-                source.flush(scorer, prompt)
+            source.flush(scorer, prompt)
         finally:
             scorer.close()
     finally:
