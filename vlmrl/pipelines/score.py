@@ -1,7 +1,7 @@
 """Score recorded episodes with a VLM; write scores and aux rewards beside the data; render a report.
 
-    vlmrl score runs/record/episodes.zarr                  # a vlmrl zarr store (from record/finetune)
-    vlmrl score runs/record/lerobot --scorer.kind hf ...   # a LeRobotDataset v3 directory
+    vlmrl score runs/record/episodes.zarr                         # a vlmrl zarr store, oracle scorer
+    vlmrl score runs/record/lerobot scorer:openai --scorer.base-url http://127.0.0.1:8000/v1 --scorer.model M
 
 Each episode is cut into the buffer's clips (``clip_length`` frames, every ``clip_stride`` steps) of one
 camera and scored against the task prompt. Scores and per-step aux rewards go back beside the data:
@@ -23,11 +23,18 @@ from typing import Annotated, Any
 import numpy as np
 import tyro
 
-from vlm.config import AuxRewardConfig, OracleConfig, ScorerConfig
+from vlm.config import AuxRewardConfig, CLIPConfig, HFConfig, OpenAIConfig, OracleConfig
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines.deploy import write_config
 
 logger = logging.getLogger("vlmrl.score")
+
+ScorerChoice = (
+    Annotated[OracleConfig, tyro.conf.subcommand("oracle")]
+    | Annotated[HFConfig, tyro.conf.subcommand("hf")]
+    | Annotated[OpenAIConfig, tyro.conf.subcommand("openai")]
+    | Annotated[CLIPConfig, tyro.conf.subcommand("clip")]
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,7 +43,7 @@ class Config:
 
     episodes: Annotated[Path, tyro.conf.Positional]
     """A vlmrl zarr episode store or a LeRobotDataset v3 directory."""
-    scorer: ScorerConfig = field(default_factory=OracleConfig)
+    scorer: ScorerChoice = field(default_factory=OracleConfig)
     """Which scorer judges the clips (oracle needs the privileged ``progress`` stored with the episodes)."""
     prompt: str | None = None
     """Question for the scorer; None: built from the task sentence stored with the episodes."""
