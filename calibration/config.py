@@ -60,6 +60,11 @@ class HandEyeConfig:
     """Refine the best closed-form solution by nonlinear least squares over all poses."""
     min_poses: int = 5
     """Fewest robot/board pose pairs; use 10+ with large rotations about different axes."""
+    outlier_factor: float = 4.0
+    """A view whose implied board pose is off by more than outlier_factor times the median (and
+    outlier_min_mm) is left out and the solve repeated."""
+    outlier_min_mm: float = 3.0
+    """Views closer than this (millimetres) to the consensus are never rejected."""
     max_disagreement_mm: float = 10.0
     """Methods disagreeing by more than this (translation, millimetres) make the result an error."""
     max_disagreement_deg: float = 3.0

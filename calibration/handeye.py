@@ -62,6 +62,12 @@ class HandEyeResult:
     """Largest translation difference between any two methods, millimetres."""
     agreement_deg: float = 0.0
     """Largest rotation difference between any two methods, degrees."""
+    view_errors_mm: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Per input view, how far its implied board pose lies from the consensus (translation, mm)."""
+    view_errors_deg: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """The same for rotation, degrees."""
+    rejected: tuple[int, ...] = ()
+    """Indices of views left out as outliers (a wrong robot pose, a misdetected board)."""
 
     @property
     def transform_name(self) -> str:
@@ -97,6 +103,44 @@ def calibrate_hand_eye(
     B = [np.asarray(t, dtype=np.float64) for t in T_camera_board]
     _check_rotation(A)
 
+    X, chosen, methods = _solve(A, B, cfg)
+    view_mm, view_deg = _view_errors(A, X, B)
+    threshold = max(cfg.outlier_factor * float(np.median(view_mm)), cfg.outlier_min_mm)
+    rejected = tuple(int(i) for i in np.flatnonzero(view_mm > threshold))
+    if rejected and len(A) - len(rejected) >= max(cfg.min_poses, 3):
+        keep = [i for i in range(len(A)) if i not in rejected]
+        X, chosen, methods = _solve([A[i] for i in keep], [B[i] for i in keep], cfg)
+        view_mm, view_deg = _view_errors(A, X, B)
+        Y, residual_mm, residual_deg = _consistency([A[i] for i in keep], X, [B[i] for i in keep])
+    else:
+        rejected = ()
+        Y, residual_mm, residual_deg = _consistency(A, X, B)
+    agreement_mm, agreement_deg = _agreement([m.transform for m in methods.values()])
+    if agreement_mm > cfg.max_disagreement_mm or agreement_deg > cfg.max_disagreement_deg:
+        raise CalibrationError(
+            f"hand-eye methods disagree by {agreement_mm:.1f} mm / {agreement_deg:.2f} deg (limits "
+            f"{cfg.max_disagreement_mm} mm / {cfg.max_disagreement_deg} deg): use more poses with larger rotations"
+        )
+    return HandEyeResult(
+        setup=cfg.setup,
+        transform=X,
+        board_transform=Y,
+        chosen=chosen,
+        residual_mm=residual_mm,
+        residual_deg=residual_deg,
+        methods=methods,
+        agreement_mm=agreement_mm,
+        agreement_deg=agreement_deg,
+        view_errors_mm=view_mm,
+        view_errors_deg=view_deg,
+        rejected=rejected,
+    )
+
+
+def _solve(
+    A: list[np.ndarray], B: list[np.ndarray], cfg: HandEyeConfig
+) -> tuple[np.ndarray, str, dict[str, MethodResult]]:
+    """Every configured OpenCV method, then the most consistent one (refined when asked)."""
     methods: dict[str, MethodResult] = {}
     for name in cfg.methods:
         rotation, translation = cv2.calibrateHandEye(
@@ -108,29 +152,18 @@ def calibrate_hand_eye(
         )
         X = make_transform(orthonormalize(rotation), translation)
         methods[name] = MethodResult(X, *_consistency(A, X, B)[1:])
-    agreement_mm, agreement_deg = _agreement([m.transform for m in methods.values()])
-    if agreement_mm > cfg.max_disagreement_mm or agreement_deg > cfg.max_disagreement_deg:
-        raise CalibrationError(
-            f"hand-eye methods disagree by {agreement_mm:.1f} mm / {agreement_deg:.2f} deg (limits "
-            f"{cfg.max_disagreement_mm} mm / {cfg.max_disagreement_deg} deg): use more poses with larger rotations"
-        )
     chosen = min(methods, key=lambda n: methods[n].residual_mm + methods[n].residual_deg * _MM_PER_DEG)
     X = methods[chosen].transform
     if cfg.refine:
-        X = _refine(A, X, B)
-        chosen = "refined"
-    Y, residual_mm, residual_deg = _consistency(A, X, B)
-    return HandEyeResult(
-        setup=cfg.setup,
-        transform=X,
-        board_transform=Y,
-        chosen=chosen,
-        residual_mm=residual_mm,
-        residual_deg=residual_deg,
-        methods=methods,
-        agreement_mm=agreement_mm,
-        agreement_deg=agreement_deg,
-    )
+        return _refine(A, X, B), "refined", methods
+    return X, chosen, methods
+
+
+def _view_errors(A: list[np.ndarray], X: np.ndarray, B: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per view: how far its implied board pose A_i X B_i lies from the consensus (mm, deg)."""
+    Y = _mean_transform([a @ X @ b for a, b in zip(A, B)])
+    diffs = np.array([pose_difference(Y, a @ X @ b) for a, b in zip(A, B)])
+    return diffs[:, 0], diffs[:, 1]
 
 
 def _check_rotation(A: list[np.ndarray]) -> None:

@@ -129,3 +129,16 @@ def test_eye_to_hand_from_rendered_views(charuco_views):
     mm, deg = pose_difference(X, result.transform)
     assert mm < 2.0 and deg < 0.5, (mm, deg)
     assert pose_difference(result.board_transform, T_gripper_board)[0] < 3.0
+
+
+@pytest.mark.parametrize("setup", ["eye_in_hand", "eye_to_hand"])
+def test_a_wrong_robot_pose_is_left_out(setup):
+    X, base_gripper, camera_board = _synthetic(setup, np.random.default_rng(8))
+    base_gripper[7] = base_gripper[7] @ make_transform(np.eye(3), np.array([0.03, -0.02, 0.0]))
+    result = calibrate_hand_eye(base_gripper, camera_board, HandEyeConfig(setup=setup))
+    assert result.rejected == (7,)
+    assert result.view_errors_mm[7] > 20.0 and np.median(result.view_errors_mm) < 3.0
+    mm, deg = pose_difference(X, result.transform)
+    assert mm < 2.0 and deg < 0.5, (mm, deg)
+    clean = calibrate_hand_eye(*_synthetic(setup, np.random.default_rng(8))[1:], HandEyeConfig(setup=setup))
+    assert clean.rejected == ()

@@ -74,6 +74,11 @@ def test_camera_then_handeye_then_sim_camera(captures, tmp_path, capsys):
     assert rejected == ["img_99.png"]
     assert json.loads((out / "camera" / "config.json").read_text())["camera_id"] == "wrist"
 
+    # One robot pose logged wrongly (4 cm off): the hand-eye step must leave that view out.
+    poses = json.loads((captures / "poses.json").read_text())
+    poses["poses"]["img_04.png"][0][3] += 0.04
+    poses_file = tmp_path / "poses.json"
+    poses_file.write_text(json.dumps(poses))
     code = cli.main(
         [
             "calibrate",
@@ -81,7 +86,7 @@ def test_camera_then_handeye_then_sim_camera(captures, tmp_path, capsys):
             "--images",
             str(captures / "images"),
             "--poses",
-            str(captures / "poses.json"),
+            str(poses_file),
             "--camera-id",
             "wrist",
             "--robot-id",
@@ -98,6 +103,10 @@ def test_camera_then_handeye_then_sim_camera(captures, tmp_path, capsys):
     mm, deg = pose_difference(hand_eye.transform, X_GRIPPER_CAMERA)
     assert mm < 2.0 and deg < 0.5
     assert (out / "he" / "corners.png").is_file()
+    rows = json.loads((out / "he" / "report.json").read_text())["images"]
+    rejected = {row["image"]: row["reason"] for row in rows if not row["accepted"]}
+    assert set(rejected) == {"img_04.png", "img_99.png"}
+    assert rejected["img_04.png"].startswith("hand-eye outlier")
 
     scene_xml = tmp_path / "scene.xml"
     scene_xml.write_text(

@@ -195,32 +195,39 @@ def run_hand_eye(cfg: HandEyeCommand) -> int:
     image_size = check_image_sizes(names, images)
     camera = load_camera(cfg.camera_id, cfg.calibration_dir, image_size=image_size)
 
-    reports: list[ImageReport] = []
-    base_gripper, camera_board = [], []
+    reports: dict[str, ImageReport] = {}
+    used: list[str] = []
     with _progress(console, "board poses", len(names)) as advance:
         for name, image in zip(names, images):
             detection = board.detect(image)
             if detection is None or len(detection.ids) < 6:
-                reports.append(
-                    ImageReport(name, accepted=False, reason="board not found", detection=detection)
+                reports[name] = ImageReport(
+                    name, accepted=False, reason="board not found", detection=detection
                 )
             else:
                 T_camera_board, rms_px = estimate_board_pose(camera.intrinsics, detection)
-                reports.append(
-                    ImageReport(name, True, "", len(detection.ids), rms_px, detection, T_camera_board)
+                reports[name] = ImageReport(
+                    name, True, "", len(detection.ids), rms_px, detection, T_camera_board
                 )
-                base_gripper.append(poses[name])
-                camera_board.append(T_camera_board)
+                used.append(name)
             advance(name)
-    if len(camera_board) < cfg.hand_eye.min_poses:
+    if len(used) < cfg.hand_eye.min_poses:
         raise CalibrationError(
-            f"the board was found in only {len(camera_board)} of {len(names)} images in {cfg.images}; "
+            f"the board was found in only {len(used)} of {len(names)} images in {cfg.images}; "
             f"hand-eye needs at least {cfg.hand_eye.min_poses}"
         )
-    result = calibrate_hand_eye(base_gripper, camera_board, cfg.hand_eye)
+    camera_board = [pose for name in used if (pose := reports[name].T_camera_board) is not None]
+    result = calibrate_hand_eye([poses[name] for name in used], camera_board, cfg.hand_eye)
+    view_error_mm = dict(zip(used, result.view_errors_mm.tolist()))
+    for i in result.rejected:
+        reports[used[i]] = dataclasses.replace(
+            reports[used[i]], accepted=False, reason=f"hand-eye outlier, {view_error_mm[used[i]]:.1f} mm off"
+        )
+    n_used = len(used) - len(result.rejected)
 
     out_dir = _out_dir(cfg.out_dir, f"handeye-{cfg.robot_id}-{cfg.camera_id}")
-    corners_png = plot_detections(images, reports, out_dir / "corners.png")
+    ordered = [reports[name] for name in names]
+    corners_png = plot_detections(images, ordered, out_dir / "corners.png")
     methods = {
         name: {
             "transform": m.transform.tolist(),
@@ -235,7 +242,7 @@ def run_hand_eye(cfg: HandEyeCommand) -> int:
         "residual_deg": result.residual_deg,
         "agreement_mm": result.agreement_mm,
         "agreement_deg": result.agreement_deg,
-        "n_poses": len(camera_board),
+        "n_poses": n_used,
         "board_transform": result.board_transform.tolist(),
     }
     report = {
@@ -245,7 +252,7 @@ def run_hand_eye(cfg: HandEyeCommand) -> int:
         result.transform_name: result.transform.tolist(),
         **summary,
         "methods": methods,
-        "images": [_image_row(r) for r in reports],
+        "images": [{**_image_row(r), "hand_eye_error_mm": view_error_mm.get(r.name)} for r in ordered],
     }
     _write_json(out_dir / "report.json", report)
     _write_json(out_dir / "config.json", _to_jsonable(cfg))
@@ -260,7 +267,8 @@ def run_hand_eye(cfg: HandEyeCommand) -> int:
             extra=summary,
         )
 
-    table = Table(title=f"hand-eye methods ({result.setup}; {len(camera_board)} poses)")
+    _print_image_table(console, ordered, "board pose per image (RMS: board pose fit)")
+    table = Table(title=f"hand-eye methods ({result.setup}; {n_used} poses)")
     for column in ("method", "x y z (mm)", "vs chosen (mm / deg)", "residual (mm / deg)"):
         table.add_column(column)
     for name, m in result.methods.items():
@@ -278,7 +286,7 @@ def run_hand_eye(cfg: HandEyeCommand) -> int:
             "solution": result.chosen,
             "residual (mm / deg)": f"{result.residual_mm:.2f} / {result.residual_deg:.3f}",
             "methods agree within (mm / deg)": f"{result.agreement_mm:.2f} / {result.agreement_deg:.3f}",
-            "images used / without board": f"{len(camera_board)} / {len(names) - len(camera_board)}",
+            "images used / rejected": f"{n_used} / {len(names) - n_used}",
             "hand-eye file": "(dry run: not written)" if cfg.dry_run else str(target),
             "pictures": str(corners_png),
         },
