@@ -23,10 +23,13 @@ class SimConfig:
     """Square image side in pixels."""
     reward: Literal["sparse", "shaped"] = "sparse"
     """sparse: 1 on success, else 0. shaped: a dense staged reward (see each task)."""
-    action_mode: Literal["absolute", "delta"] = "absolute"
+    action_mode: Literal["absolute", "delta", "ee_delta"] = "absolute"
     """SO-101 only (robosuite/Meta-World keep their native end-effector delta actions).
-    absolute: joint targets in LeRobot units (degrees, gripper 0..100), the real robot's contract.
-    delta: [-1, 1] per joint, scaled to ``max_delta_deg`` / ``max_delta_gripper`` per step."""
+    absolute: 6 joint targets in LeRobot units (degrees, gripper 0..100), the real robot's contract.
+    delta: 6 values in [-1, 1], joint target changes scaled by ``max_delta_deg`` / ``max_delta_gripper``.
+    ee_delta: 5 values in [-1, 1]: tool-centre-point moves (x, y, z; ``max_delta_m``, solved by the arm's
+    closed-form IK with the gripper pointing as steeply down as reachable), wrist-roll and gripper changes.
+    ee_delta learns fastest with SAC (a reach policy needs no Jacobian)."""
     control_hz: float = 20.0
     """Control (env step) rate. so101 and robosuite; Meta-World has a fixed rate (80 Hz)."""
     max_episode_steps: int | None = None
@@ -39,5 +42,7 @@ class SimConfig:
     """delta mode: largest change of an arm joint target per step, degrees."""
     max_delta_gripper: float = 25.0
     """delta mode: largest change of the gripper target per step (0..100 scale)."""
+    max_delta_m: float = 0.02
+    """ee_delta mode: largest move of the tool centre point per step, metres."""
     render_backend: Literal["auto", "egl", "osmesa"] = "auto"
     """Headless OpenGL backend; auto tries EGL, then OSMesa. Ignored if MUJOCO_GL is already set."""

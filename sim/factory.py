@@ -50,14 +50,14 @@ def validate_config(cfg: SimConfig) -> None:
         raise SimError(f"cameras must not repeat, got {list(cfg.cameras)}")
     if cfg.reward not in ("sparse", "shaped"):
         raise SimError(f"reward must be 'sparse' or 'shaped', got {cfg.reward!r}")
-    if cfg.action_mode not in ("absolute", "delta"):
-        raise SimError(f"action_mode must be 'absolute' or 'delta', got {cfg.action_mode!r}")
+    if cfg.action_mode not in ("absolute", "delta", "ee_delta"):
+        raise SimError(f"action_mode must be 'absolute', 'delta' or 'ee_delta', got {cfg.action_mode!r}")
     if not cfg.control_hz > 0:
         raise SimError(f"control_hz must be positive, got {cfg.control_hz!r}")
     if cfg.max_episode_steps is not None and cfg.max_episode_steps <= 0:
         raise SimError(f"max_episode_steps must be positive or None, got {cfg.max_episode_steps!r}")
-    if not (cfg.max_delta_deg > 0 and cfg.max_delta_gripper > 0):
-        raise SimError("max_delta_deg and max_delta_gripper must be positive")
+    if not (cfg.max_delta_deg > 0 and cfg.max_delta_gripper > 0 and cfg.max_delta_m > 0):
+        raise SimError("max_delta_deg, max_delta_gripper and max_delta_m must be positive")
 
 
 def make_env(cfg: SimConfig) -> gymnasium.Env:

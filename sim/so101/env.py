@@ -13,7 +13,7 @@ from robot.contract import JOINT_KEYS, JOINT_NAMES, STATE_KEY, pixel_key
 from sim.config import SimConfig
 from sim.errors import SimError
 from sim.so101.arm import CAMERAS, SO101Sim, joint_limits
-from sim.so101.kinematics import inverse_kinematics
+from sim.so101.kinematics import inverse_kinematics, solve_ik
 from sim.so101.tasks import TASKS, Task
 
 STATE_NAMES: tuple[str, ...] = (
@@ -40,6 +40,12 @@ STATE_NAMES: tuple[str, ...] = (
 """Layout of ``obs["state"]``. goal: reach target, lift point, push zone or bin centre; ref: the tool
 centre point for reach, the cube otherwise. Parked (unused) objects keep constant far-away values."""
 
+EE_ACTION_NAMES: tuple[str, ...] = ("dx", "dy", "dz", "d_wrist_roll", "d_gripper")
+"""ee_delta action layout (each in [-1, 1])."""
+EE_WORKSPACE_LOW_M = np.array([0.04, -0.28, 0.01])
+EE_WORKSPACE_HIGH_M = np.array([0.34, 0.28, 0.26])
+"""ee_delta mode keeps the commanded tool centre point inside this box (base frame)."""
+
 HOME_TCP_M = np.array([0.16, 0.0, 0.13])
 """Tool centre point of the home pose episodes start near (gripper 60 deg below horizontal)."""
 _HOME_NOISE_DEG = 6.0
@@ -50,7 +56,8 @@ class SO101Env(gymnasium.Env):
 
     Observations: ``state`` (``STATE_NAMES``), ``pixels/<camera>`` for each configured camera and the
     LeRobot joint keys (``shoulder_pan.pos`` ... in degrees, ``gripper.pos`` in 0..100).
-    Actions: 6 values in ``JOINT_NAMES`` order, absolute LeRobot-unit targets or [-1, 1] deltas.
+    Actions: absolute: 6 LeRobot-unit targets in ``JOINT_NAMES`` order; delta: 6 joint deltas in [-1, 1];
+    ee_delta: ``EE_ACTION_NAMES`` in [-1, 1] (tool-centre-point moves through IK, then roll and gripper).
     Reward: sparse 1 on success; shaped: 1 on success, else ``progress - 1`` (in [-1, 0)), so ending the
     episode by succeeding always pays.
     """
@@ -76,8 +83,10 @@ class SO101Env(gymnasium.Env):
         self._low, self._high = low, high
         if cfg.action_mode == "absolute":
             self.action_space = spaces.Box(low, high, dtype=np.float32)
-        else:
+        elif cfg.action_mode == "delta":
             self.action_space = spaces.Box(-1.0, 1.0, shape=(len(JOINT_NAMES),), dtype=np.float32)
+        else:
+            self.action_space = spaces.Box(-1.0, 1.0, shape=(len(EE_ACTION_NAMES),), dtype=np.float32)
         self._delta_scale = np.array([*([cfg.max_delta_deg] * 5), cfg.max_delta_gripper], dtype=np.float32)
         obs_spaces: dict[str, spaces.Space] = {
             STATE_KEY: spaces.Box(-np.inf, np.inf, shape=(len(STATE_NAMES),), dtype=np.float32)
@@ -89,6 +98,7 @@ class SO101Env(gymnasium.Env):
             obs_spaces[key] = spaces.Box(low[i : i + 1], high[i : i + 1], dtype=np.float32)
         self.observation_space = spaces.Dict(obs_spaces)
         self._targets = np.zeros(len(JOINT_NAMES), dtype=np.float32)
+        self._tcp_target = np.zeros(3)
         self._steps = 0
 
     def reset(
@@ -107,6 +117,7 @@ class SO101Env(gymnasium.Env):
         joints["gripper"] = 100.0
         self.sim.set_joint_positions(joints)
         self._targets = np.array([self.sim.joint_targets()[n] for n in JOINT_NAMES], dtype=np.float32)
+        self._tcp_target = self.sim.tcp_position()
         self._steps = 0
         status = self.task.evaluate(self.sim)
         return self._observation(), {"success": status.success, "progress": status.progress}
@@ -127,10 +138,11 @@ class SO101Env(gymnasium.Env):
         array = self._check_action(action)
         if self.cfg.action_mode == "absolute":
             targets = np.clip(array, self._low, self._high)
+        elif self.cfg.action_mode == "delta":
+            step = np.clip(array, -1.0, 1.0) * self._delta_scale
+            targets = np.clip(self._targets + step, self._low, self._high)
         else:
-            targets = np.clip(
-                self._targets + np.clip(array, -1.0, 1.0) * self._delta_scale, self._low, self._high
-            )
+            targets = self._ee_delta_targets(np.clip(array, -1.0, 1.0))
         self._targets = targets.astype(np.float32)
         self.sim.set_joint_targets(dict(zip(JOINT_NAMES, targets.tolist())))
         self.sim.step(self.n_substeps)
@@ -144,6 +156,19 @@ class SO101Env(gymnasium.Env):
         truncated = self._steps >= self.max_episode_steps and not terminated
         info = {"success": status.success, "progress": status.progress}
         return self._observation(), reward, terminated, truncated, info
+
+    def _ee_delta_targets(self, action: np.ndarray) -> np.ndarray:
+        targets = self._targets.copy()
+        tcp = np.clip(
+            self._tcp_target + action[:3] * self.cfg.max_delta_m, EE_WORKSPACE_LOW_M, EE_WORKSPACE_HIGH_M
+        )
+        solution = solve_ik(tcp)
+        if solution is not None:  # out of reach: the arm holds its pose
+            self._tcp_target = tcp
+            targets[:4] = [solution[0][name] for name in JOINT_NAMES[:4]]
+        targets[4] += action[3] * self.cfg.max_delta_deg
+        targets[5] += action[4] * self.cfg.max_delta_gripper
+        return np.clip(targets, self._low, self._high)
 
     def _observation(self) -> dict[str, np.ndarray]:
         sim = self.sim

@@ -83,3 +83,16 @@ def inverse_kinematics(xyz: np.ndarray, pitch_deg: float = 90.0) -> dict[str, fl
         if not low <= value <= high:
             return None
     return solution
+
+
+STEEP_FIRST_PITCHES_DEG: tuple[float, ...] = (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0)
+"""Gripper pitches ``solve_ik`` tries, pointing down first."""
+
+
+def solve_ik(xyz: np.ndarray) -> tuple[dict[str, float], float] | None:
+    """IK with the steepest feasible gripper pitch (pointing down when possible); (joints, pitch) or None."""
+    for pitch in STEEP_FIRST_PITCHES_DEG:
+        joints = inverse_kinematics(xyz, pitch_deg=pitch)
+        if joints is not None:
+            return joints, pitch
+    return None

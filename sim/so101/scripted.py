@@ -14,9 +14,8 @@ import numpy as np
 from robot.contract import JOINT_NAMES
 from sim.errors import SimError
 from sim.so101 import geometry as g
-from sim.so101.kinematics import inverse_kinematics
+from sim.so101 import kinematics
 
-_PITCHES_DEG = (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0)
 _OPEN, _CLOSED = 100.0, 0.0
 _MAX_STEP_M = 0.025
 _PUSH_Z_M = 0.03
@@ -25,11 +24,10 @@ _PUSH_Z_M = 0.03
 
 def solve_ik(xyz: np.ndarray) -> tuple[dict[str, float], float]:
     """IK with the steepest feasible gripper pitch (pointing down when possible); returns (joints, pitch)."""
-    for pitch in _PITCHES_DEG:
-        joints = inverse_kinematics(xyz, pitch_deg=pitch)
-        if joints is not None:
-            return joints, pitch
-    raise SimError(f"scripted policy: {np.round(xyz, 3).tolist()} is out of the arm's reach")
+    solution = kinematics.solve_ik(xyz)
+    if solution is None:
+        raise SimError(f"scripted policy: {np.round(xyz, 3).tolist()} is out of the arm's reach")
+    return solution
 
 
 def _grasp_roll_deg(pan_deg: float, cube_yaw_rad: float) -> float:
@@ -147,5 +145,11 @@ class ScriptedPolicy:
         env = self.env
         if env.cfg.action_mode == "absolute":
             return target
+        if env.cfg.action_mode == "ee_delta":
+            tcp_step = (
+                kinematics.forward_kinematics(dict(zip(JOINT_NAMES, target))) - env._tcp_target
+            ) / env.cfg.max_delta_m
+            rest = (target[4:] - env.joint_targets_array()[4:]) / env._delta_scale[4:]
+            return np.clip(np.concatenate([tcp_step, rest]), -1.0, 1.0).astype(np.float32)
         delta = (target - env.joint_targets_array()) / env._delta_scale
         return np.clip(delta, -1.0, 1.0).astype(np.float32)

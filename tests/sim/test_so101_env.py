@@ -14,7 +14,7 @@ TASKS = ("reach", "lift", "push", "place")
 
 
 @pytest.mark.parametrize("task", TASKS)
-@pytest.mark.parametrize("action_mode", ["absolute", "delta"])
+@pytest.mark.parametrize("action_mode", ["absolute", "delta", "ee_delta"])
 def test_state_only_envs_keep_the_contract(task: str, action_mode: str) -> None:
     env = make_env(SimConfig(task=task, cameras=(), action_mode=action_mode, reward="shaped"))
     spec = check_env(env, n_steps=15)
@@ -89,8 +89,9 @@ def test_scripted_policy_succeeds_and_doing_nothing_does_not(task: str) -> None:
     env.close()
 
 
-def test_delta_mode_scripted_lift_succeeds() -> None:
-    env = make_env(SimConfig(task="lift", cameras=(), action_mode="delta"))
+@pytest.mark.parametrize("action_mode", ["delta", "ee_delta"])
+def test_relative_action_modes_scripted_lift_succeeds(action_mode: str) -> None:
+    env = make_env(SimConfig(task="lift", cameras=(), action_mode=action_mode))
     policy = ScriptedPolicy(env)
     obs, _ = env.reset(seed=11)
     for _ in range(env.unwrapped.max_episode_steps):
@@ -133,6 +134,20 @@ def test_state_vector_names_goal_and_tool_positions() -> None:
     np.testing.assert_allclose([state["goal_x_m"], state["goal_y_m"], state["goal_z_m"]], goal, atol=1e-6)
     np.testing.assert_allclose(state["goal_minus_ref_x_m"], goal[0] - sim.tcp_position()[0], atol=1e-6)
     assert obs["gripper.pos"][0] == pytest.approx(100.0, abs=0.5)
+    env.close()
+
+
+def test_ee_delta_moves_the_tool_centre_point_in_a_straight_line() -> None:
+    env = make_env(SimConfig(task="reach", cameras=(), action_mode="ee_delta", max_delta_m=0.02))
+    assert env.action_space.shape == (5,)
+    env.reset(seed=0)
+    sim = env.unwrapped.sim
+    start = sim.tcp_position()
+    for _ in range(5):
+        env.step(np.array([0.0, 1.0, 0.0, 0.0, 0.0], dtype=np.float32))
+    moved = sim.tcp_position() - start
+    assert moved[1] == pytest.approx(0.1, abs=0.01)  # 5 steps x 2 cm along +y
+    assert abs(moved[0]) < 0.01 and abs(moved[2]) < 0.01
     env.close()
 
 
