@@ -13,41 +13,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from buffer import ReplayBuffer
+from buffer import BufferError, ReplayBuffer
 from vlm import AuxRewardConfig, Clip, ClipRequest, Scorer, ScoringWorker, WorkerConfig
-
-
-def aux_reward_updates(
-    requests: Sequence[ClipRequest],
-    scores: np.ndarray,
-    episode_start_rows: Sequence[int],
-    previous_scores: Sequence[float],
-    cfg: AuxRewardConfig,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-transition aux rewards for scored clips (weight applied by the buffer, not here).
-
-    Each clip's reward lands on the transition that reaches its last frame. ``scaled``: the score
-    (optionally binarised). ``shaping``: gamma * Phi_k - Phi_{k-1} with Phi the clip scores of the same
-    episode in order (0 before the first clip), the potential-based form of Ng et al. (1999).
-
-    Returns:
-        (global transition indices int64[M], values float32[M]); clips whose last frame is the episode's
-        first observation are skipped (no transition reaches it).
-    """
-    indices, values = [], []
-    for request, score, start_row, previous in zip(requests, scores, episode_start_rows, previous_scores):
-        last_step = request.start + (request.length - 1) * request.stride
-        if last_step == 0:
-            continue
-        value = float(score)
-        prev = float(previous)
-        if cfg.threshold is not None:
-            value, prev = float(value >= cfg.threshold), float(prev >= cfg.threshold)
-        if cfg.kind == "shaping":
-            value = cfg.gamma * value - prev
-        indices.append(start_row + last_step - 1)
-        values.append(cfg.weight * value)
-    return np.asarray(indices, np.int64), np.asarray(values, np.float32)
+from vlm.aux_reward import aux_rewards
 
 
 class ScoringLink:
@@ -78,7 +46,7 @@ class ScoringLink:
         self.sync = sync
         self._lock = threading.Lock()
         self._scores: list[float] = []
-        self._last_score: dict[tuple[int, int], float] = {}  # (episode, clip start) -> score
+        self._episode_scores: dict[int, dict[int, float]] = {}  # episode -> {clip last step: score}
         self.worker = ScoringWorker(scorer, prompt, self._load, self._on_scored, worker_cfg)
 
     def _load(self, request: ClipRequest) -> Clip:
@@ -90,16 +58,31 @@ class ScoringLink:
         self.buffer.set_scores([r.clip_id for r in requests], scores, self.scorer_id)
         with self._lock:
             self._scores.extend(float(s) for s in scores)
-            previous = []
             for request, score in zip(requests, scores):
-                span = request.length * request.stride
-                previous.append(self._last_score.get((request.episode, request.start - span), 0.0))
-                self._last_score[(request.episode, request.start)] = float(score)
+                self._episode_scores.setdefault(request.episode, {})[request.last_step] = float(score)
         if self.aux_reward is not None:
-            starts = [request.clip_id - request.start for request in requests]
-            indices, values = aux_reward_updates(requests, scores, starts, previous, self.aux_reward)
-            if len(indices):
-                self.buffer.set_aux_reward(indices, values, self.scorer_id)
+            for episode in sorted({r.episode for r in requests}):
+                self._write_aux_rewards(episode)
+
+    def _write_aux_rewards(self, episode: int) -> None:
+        """Recompute one episode's aux rewards from all its clip scores so far (they depend on neighbours)."""
+        assert self.aux_reward is not None
+        try:
+            start_row, end_row = self.buffer.episode_rows(episode)
+        except BufferError:  # evicted meanwhile: nothing to reward
+            return
+        n_steps = end_row - start_row - 1
+        with self._lock:
+            by_step = dict(self._episode_scores.get(episode, {}))
+        terminated = bool(self.buffer.storage.read("terminated", np.array([end_row - 2]))[0])
+        rewards = aux_rewards(
+            self.aux_reward,
+            n_steps,
+            np.array(list(by_step), np.int64),
+            np.array(list(by_step.values())),
+            terminated,
+        )
+        self.buffer.set_aux_reward(start_row + np.arange(n_steps, dtype=np.int64), rewards, self.scorer_id)
 
     def submit_new_clips(self) -> int:
         """Queue the clips of episodes committed since the last call; returns how many."""

@@ -146,6 +146,11 @@ class Trainer:
     @classmethod
     def create(cls, cfg: TrainConfig) -> Trainer:
         """A new run; refuses a directory that already holds a checkpoint (use --resume)."""
+        check_config(cfg)
+        if cfg.sim.cameras:
+            from vlm import check_reachable
+
+            check_reachable(cfg.scorer)  # before anything is written
         run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg)
         if (run_dir / "checkpoint").exists():
             raise ConfigError(

@@ -41,8 +41,10 @@ class TrainConfig:
     """The simulated env (training and evaluation use separate instances and seeds)."""
     agent: SACConfig = field(default_factory=SACConfig)
     """SAC hyper-parameters."""
-    buffer: BufferConfig = field(default_factory=lambda: BufferConfig(capacity_steps=40_000))
-    """Replay storage; its sampler is replaced by the one ``replay`` names (settings kept if it matches)."""
+    buffer: Annotated[BufferConfig, tyro.conf.AvoidSubcommands] = field(
+        default_factory=lambda: BufferConfig(capacity_steps=40_000)
+    )
+    """Replay storage; ``replay`` picks the sampler (a sampler config of that kind keeps its settings)."""
     replay: ReplayMode = "vlm"
     """Replay: uniform, per (TD-error priorities), vlm (VLM-score / uniform mix), vlm_td (score x TD)."""
     scorer: ScorerChoice = field(default_factory=OracleConfig)
@@ -91,7 +93,7 @@ class TrainConfig:
     """The embedded demo (`make demo`); the same as the defaults, printed as such."""
 
 
-Config = Annotated[TrainConfig, tyro.conf.ConsolidateSubcommandArgs]
+Config = Annotated[TrainConfig, tyro.conf.CascadeSubcommandArgs]
 """What tyro parses for `vlmrl train` (options may follow the scorer subcommand)."""
 
 

@@ -1,0 +1,154 @@
+"""`vlmrl train`: exact resume (stop and Ctrl-C), report outputs, one-line config errors, the CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from agents.config import SACConfig
+from agents.export import load_policy
+from buffer.config import BufferConfig
+from sim.config import SimConfig
+from vlm.config import AuxRewardConfig, WorkerConfig
+from vlmrl import cli
+from vlmrl.checkpoint import load_checkpoint
+from vlmrl.errors import ConfigError
+from vlmrl.pipelines.train import TrainConfig, main
+from vlmrl.trainer import Trainer
+
+
+def tiny(run_dir: Path, **overrides) -> TrainConfig:
+    """A run of a few hundred steps with small nets: state-only reach, PER replay."""
+    cfg = TrainConfig(
+        sim=SimConfig(task="reach", reward="shaped", action_mode="delta", cameras=(), max_episode_steps=25),
+        agent=SACConfig(hidden_dims=(16, 16)),
+        buffer=BufferConfig(capacity_steps=2_000, n_step=3),
+        replay="per",
+        total_steps=300,
+        learning_starts=60,
+        batch_size=16,
+        eval_every_steps=100,
+        eval_episodes=2,
+        video_episodes=0,
+        checkpoint_every_steps=10_000,
+        run_dir=str(run_dir),
+        progress=False,
+    )
+    return dataclasses.replace(cfg, **overrides)
+
+
+def with_camera(run_dir: Path, **overrides) -> TrainConfig:
+    """Front camera at 32 px, VLM x TD replay and a shaping aux reward, scored synchronously (exact)."""
+    base = tiny(run_dir)
+    return dataclasses.replace(
+        base,
+        sim=dataclasses.replace(base.sim, cameras=("front",), image_size=32),
+        buffer=dataclasses.replace(base.buffer, clip_length=4, clip_stride=2),
+        replay="vlm_td",
+        aux_reward_weight=0.5,
+        aux_reward=AuxRewardConfig(kind="shaping"),
+        worker=WorkerConfig(batch_size=4, batch_wait_s=0.0),
+        sync_scoring=True,
+        **overrides,
+    )
+
+
+def final_state(run_dir: Path) -> dict:
+    state = load_checkpoint(run_dir)
+    return {"agent": state["agent"], "loop": state["loop"], "buffer": state["buffer"]}
+
+
+def assert_same_run(a: Path, b: Path) -> None:
+    sa, sb = final_state(a), final_state(b)
+    assert sa["loop"].step == sb["loop"].step and sa["loop"].episode == sb["loop"].episode
+    assert sa["loop"].evals == sb["loop"].evals
+    assert sa["loop"].train_log == sb["loop"].train_log
+    for part in ("actor", "critic", "critic_target", "encoder"):
+        for key, value in sa["agent"][part].items():
+            assert torch.equal(value, sb["agent"][part][key]), f"{part}.{key} differs"
+    assert torch.equal(sa["agent"]["log_alpha"], sb["agent"]["log_alpha"])
+    assert sa["buffer"]["rng"] == sb["buffer"]["rng"]
+
+
+@pytest.mark.parametrize("make", [tiny, with_camera], ids=["state-per", "camera-vlm_td-aux"])
+def test_stop_and_resume_repeats_the_uninterrupted_run_bit_for_bit(tmp_path: Path, make) -> None:
+    straight, stopped = tmp_path / "straight", tmp_path / "stopped"
+    assert main(make(straight)) == 0
+    assert main(make(stopped, stop_after_steps=120)) == 0
+    first = load_checkpoint(stopped)["loop"].step
+    assert 120 <= first < 300
+    assert main(TrainConfig(resume=str(stopped), progress=False)) == 0
+    assert_same_run(straight, stopped)
+
+
+def test_ctrl_c_keeps_the_last_finished_episode_and_resume_repeats_the_rest(tmp_path, monkeypatch) -> None:
+    straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
+    assert main(tiny(straight)) == 0
+
+    trainer = Trainer.create(tiny(interrupted))
+    real_step = trainer.env.step
+    calls = {"n": 0}
+
+    def step_then_interrupt(action):
+        calls["n"] += 1
+        if calls["n"] == 140:  # mid-episode: this episode is lost, as after a crash
+            raise KeyboardInterrupt
+        return real_step(action)
+
+    monkeypatch.setattr(trainer.env, "step", step_then_interrupt)
+    outputs = trainer.run()
+    saved = load_checkpoint(interrupted)["loop"]
+    assert saved.step < 140 and saved.step % 25 == 0  # episodes of 25 steps, none terminated this early
+    assert "Interrupted" in outputs["report"].read_text()
+    assert main(TrainConfig(resume=str(interrupted), progress=False)) == 0
+    assert_same_run(straight, interrupted)
+
+
+def test_run_directory_holds_report_curves_video_config_and_a_matching_policy(tmp_path) -> None:
+    run = tmp_path / "run"
+    cfg = with_camera(run, total_steps=150, video_episodes=1, sync_scoring=False, export_onnx=True)
+    assert main(cfg) == 0
+    for name in ("report.md", "curves.png", "eval.mp4", "policy.pt", "policy.onnx", "config.json"):
+        assert (run / name).stat().st_size > 0, name
+    report = (run / "report.md").read_text()
+    assert "**oracle**" in report and "not a VLM" in report
+    assert "vlm_td" in report
+    config = json.loads((run / "config.json").read_text())
+    assert config["replay"] == "vlm_td" and config["scorer"]["kind"] == "oracle"
+    assert list((run / "tb").glob("events.out.tfevents.*"))
+    # The exported policy acts like the checkpointed agent.
+    trainer = Trainer.resume(run)
+    policy = load_policy(run / "policy.pt")
+    obs, _ = trainer.eval_env.reset(seed=123)
+    state_obs = {"state": obs["state"]}
+    np.testing.assert_allclose(policy(state_obs), trainer.agent.act(state_obs, deterministic=True), atol=1e-5)
+    trainer.link.close()
+    # The buffer holds the scorer's clip scores and aux rewards.
+    columns = trainer.buffer.storage.columns()
+    assert any(c.startswith("scores/oracle") for c in columns)
+    assert any(c.startswith("aux_reward/oracle") for c in columns)
+
+
+def test_bad_configs_fail_with_one_line(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="need clips"):
+        main(tiny(tmp_path / "a", replay="vlm"))
+    assert main(tiny(tmp_path / "b", total_steps=30, learning_starts=10)) == 0
+    with pytest.raises(ConfigError, match="already holds a run"):
+        main(tiny(tmp_path / "b"))
+    with pytest.raises(ConfigError, match="no checkpoint"):
+        main(TrainConfig(resume=str(tmp_path / "nothing"), progress=False))
+
+
+def test_unreachable_vlm_fails_fast_through_the_cli(tmp_path, capsys) -> None:
+    missing = tmp_path / "no-such-model"
+    args = ["--run-dir", str(tmp_path / "r"), "--sim.image-size", "32", "--no-progress"]
+    code = cli.main(["train", "scorer:hf", "--scorer.model", str(missing), *args])
+    err = capsys.readouterr().err.strip()
+    assert code == 1
+    assert err.startswith("vlmrl train: error:") and len(err.splitlines()) == 1
+    assert not (tmp_path / "r").exists()  # nothing written before the check
