@@ -156,15 +156,13 @@ def _idefics3(size: VLMSize) -> tuple[Any, Any]:
     return Idefics3ForConditionalGeneration(config), processor
 
 
-def save_random_vlm(
-    out_dir: str | Path, arch: VLMArch = "idefics3", size: VLMSize = "tiny", seed: int = 0
-) -> Path:
-    """Builds a random-weight VLM and its processor and saves both to ``out_dir`` (a local model dir).
+def build_random_vlm(arch: VLMArch = "idefics3", size: VLMSize = "tiny", seed: int = 0) -> tuple[Any, Any]:
+    """A random-weight VLM (eval mode) and its processor, in memory.
 
     Args:
-        out_dir: directory to write (created).
         arch: ``"qwen2-vl"`` (Qwen2-VL-style) or ``"idefics3"`` (SmolVLM/Idefics3-style).
-        size: ``"tiny"`` (hidden size 32, one layer, for tests) or ``"smolvlm-256m"`` (idefics3 only).
+        size: ``"tiny"`` (hidden size 32, one layer, for tests) or ``"smolvlm-256m"`` (idefics3 only:
+            the SmolVLM-256M-Instruct architecture, without image splitting).
         seed: torch seed of the random weights.
     """
     import torch
@@ -174,9 +172,17 @@ def save_random_vlm(
         raise VLMError(f"unknown random VLM arch {arch!r}; choose one of {sorted(builders)}")
     torch.manual_seed(seed)
     model, processor = builders[arch](size)
+    return model.eval(), processor
+
+
+def save_random_vlm(
+    out_dir: str | Path, arch: VLMArch = "idefics3", size: VLMSize = "tiny", seed: int = 0
+) -> Path:
+    """Builds a random-weight VLM (see ``build_random_vlm``) and saves model and processor to ``out_dir``."""
+    model, processor = build_random_vlm(arch, size, seed)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    model.eval().save_pretrained(out)
+    model.save_pretrained(out)
     processor.save_pretrained(out)
     return out
 

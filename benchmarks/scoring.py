@@ -1,0 +1,221 @@
+"""VLM clip scoring: hf-backend clips/s on a real-size architecture, and the async scoring overhead.
+
+1. ``clips_per_s``: the ``hf`` backend on the SmolVLM-256M-Instruct architecture (Idefics3: SigLIP-B/16
+   at 512 px + SmolLM2-135M) with random weights (latency does not depend on weight values), K frames of
+   128 px per clip, fp32 on CPU, one torch thread. Reference in the same run: the same clips scored one
+   at a time (batch 1), so the ratio shows what batching buys.
+2. ``async_overhead``: the fraction of env steps/s lost when a ``ScoringWorker`` scores every new clip of
+   a running SO-101 twin rollout (lift, 128 px front camera, random actions), versus the same rollout
+   without scoring, alternating the two in one run. The worker uses the ``openai`` backend (/v1/score,
+   JPEG frames) against a `vlmrl serve` process whose backend is the oracle plus a fixed latency per
+   request, a stand-in for a remote GPU: the figure is the training-side cost (frame encoding, HTTP,
+   queueing, score write-back). Target <= 0.05 (VLM-RB reports 0.12).
+
+    .venv/bin/python benchmarks/scoring.py --quick --json runs/bench/scoring.json
+
+Figures measured on a shared 2-core machine under load are pessimistic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import httpx
+import numpy as np
+import torch
+import torch._dynamo  # loads triton before Mesa's EGL: the other order segfaults
+from rich.progress import track
+
+from vlm import Clip, ClipRequest, HFConfig, OpenAIConfig, ScoringWorker, WorkerConfig, make_scorer
+from vlm.backends.hf import HFScorer
+from vlm.random_models import build_random_vlm
+
+PROMPT = "Did the robot arm pick up the cube and lift it above the table? Answer yes or no."
+
+
+def hf_clips_per_s(n_clips: int, num_frames: int, batch_size: int, warmup: bool) -> tuple[float, float]:
+    """(batched clips/s, one-at-a-time clips/s) of the hf backend on the SmolVLM-256M architecture."""
+    model, processor = build_random_vlm("idefics3", "smolvlm-256m")
+    scorer = HFScorer(
+        HFConfig(model="random-smolvlm-256m", num_frames=num_frames, batch_size=batch_size),
+        model=model,
+        processor=processor,
+    )
+    rng = np.random.default_rng(0)
+    clips = [rng.integers(0, 256, (32, 128, 128, 3), dtype=np.uint8) for _ in range(n_clips)]
+    if warmup:
+        scorer.score(clips[:1], PROMPT)
+    start = time.perf_counter()
+    scorer.score(clips, PROMPT)
+    batched = n_clips / (time.perf_counter() - start)
+    single_n = max(1, n_clips // 2)
+    start = time.perf_counter()
+    for clip in track(clips[:single_n], description="hf batch 1", transient=True):
+        scorer.score([clip], PROMPT)
+    single = single_n / (time.perf_counter() - start)
+    scorer.close()
+    return batched, single
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_oracle_server(latency_s: float, run_dir: Path) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    cmd = [sys.executable, "-m", "vlmrl", "serve", "--server.port", str(port), "--run-dir", str(run_dir)]
+    cmd += ["scorer:oracle", "--scorer.latency-s", str(latency_s)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return proc, f"http://127.0.0.1:{port}/v1"
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("vlmrl serve did not come up")
+
+
+class Rollout:
+    """A SO-101 lift rollout that stores frames and progress per step like a replay buffer would."""
+
+    def __init__(self, clip_length: int, clip_hop: int) -> None:
+        from sim import SimConfig, make_env
+
+        self.env = make_env(SimConfig(suite="so101", task="lift", cameras=("front",), image_size=128))
+        self.env.action_space.seed(0)
+        self.clip_length, self.clip_hop = clip_length, clip_hop
+        self.frames: list[np.ndarray] = []
+        self.progress: list[float] = []
+        self.priorities = np.zeros(1 << 16, np.float32)
+        self.lock = threading.Lock()
+        self.next_clip = 0
+
+    def load_clip(self, request: ClipRequest) -> Clip:
+        idx = request.start + np.arange(request.length) * request.stride
+        with self.lock:
+            frames = np.stack([self.frames[i] for i in idx])
+            progress = np.array([self.progress[i] for i in idx], np.float32)
+        return Clip(frames, {"progress": progress})
+
+    def on_scored(self, requests, scores) -> None:
+        with self.lock:  # the priority write-back the buffer would do
+            self.priorities[[r.clip_id for r in requests]] = scores
+
+    def run(self, n_steps: int, worker: ScoringWorker | None, label: str) -> float:
+        """Env steps/s over ``n_steps`` random steps; submits each new clip to ``worker`` if given."""
+        obs, info = self.env.reset(seed=0)
+        start = time.perf_counter()
+        for _ in track(range(n_steps), description=label, transient=True):
+            obs, _, terminated, truncated, info = self.env.step(self.env.action_space.sample())
+            with self.lock:
+                self.frames.append(obs["pixels/front"])
+                self.progress.append(float(info["progress"]))
+            n = len(self.frames)
+            if n - self.next_clip >= self.clip_length:
+                request = ClipRequest(
+                    clip_id=len(self.frames) % len(self.priorities),
+                    episode=0,
+                    start=self.next_clip,
+                    length=self.clip_length,
+                )
+                self.next_clip += self.clip_hop
+                if worker is not None:
+                    worker.submit([request])
+            if terminated or truncated:
+                self.env.reset()
+        return n_steps / (time.perf_counter() - start)
+
+
+def async_overhead(n_steps: int, repeats: int, latency_s: float) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, url = start_oracle_server(latency_s, Path(tmp))
+        try:
+            scorer = make_scorer(
+                OpenAIConfig(base_url=url, endpoint="score", num_frames=8, max_concurrency=2)
+            )
+            rollout = Rollout(clip_length=32, clip_hop=16)
+            rollout.run(50, None, "warm-up")
+            plain, scored, metrics = [], [], {}
+            for i in range(repeats):
+                plain.append(rollout.run(n_steps, None, f"rollout {i + 1}/{repeats}"))
+                worker = ScoringWorker(scorer, PROMPT, rollout.load_clip, rollout.on_scored, WorkerConfig())
+                scored.append(rollout.run(n_steps, worker, f"rollout + scoring {i + 1}/{repeats}"))
+                worker.drain(60)
+                metrics = worker.metrics()
+                worker.close()
+            scorer.close()
+        finally:
+            proc.terminate()
+            proc.wait(10)
+    base, with_scoring = float(np.median(plain)), float(np.median(scored))
+    return {
+        "async_overhead": 1.0 - with_scoring / base,  # below 0: within the run-to-run noise
+        "steps_per_s_plain": base,
+        "steps_per_s_scored": with_scoring,
+        "clips_scored_last_run": metrics.get("scored", 0.0),
+        "clip_latency_ms_p50": metrics.get("clip_latency_ms_p50", float("nan")),
+        "server_latency_s": latency_s,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="short run (fewer clips, steps and repeats)")
+    parser.add_argument("--json", type=Path, default=None, help="write the figures to this JSON file")
+    parser.add_argument("--skip-hf", action="store_true", help="only measure the async overhead")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+
+    result: dict[str, object] = {
+        "arch": "SmolVLM-256M-Instruct (Idefics3), random weights, fp32 CPU, 1 thread"
+    }
+    overhead = async_overhead(
+        n_steps=300 if args.quick else 1500, repeats=2 if args.quick else 3, latency_s=0.05
+    )
+    result.update(overhead)
+    if not args.skip_hf:
+        n_clips, frames = (2, 2) if args.quick else (8, 4)
+        batched, single = hf_clips_per_s(
+            n_clips, frames, batch_size=n_clips if args.quick else 4, warmup=not args.quick
+        )
+        result.update(
+            clips_per_s=batched,
+            clips_per_s_batch1=single,
+            frames_per_clip=frames,
+            batching_ratio=batched / single,
+        )
+        print(
+            f"hf SmolVLM-256M-like: {batched:.3f} clips/s ({frames} frames of 128 px), batch 1: {single:.3f} clips/s, ratio {batched / single:.2f}x"
+        )
+    print(
+        f"SO-101 lift rollout: {overhead['steps_per_s_plain']:.1f} steps/s plain, "
+        f"{overhead['steps_per_s_scored']:.1f} with async scoring of every clip -> "
+        f"async_overhead {overhead['async_overhead']:.3f} (target <= 0.05; VLM-RB reports 0.12; "
+        f"ratio to VLM-RB {overhead['async_overhead'] / 0.12:.2f})"
+    )
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
