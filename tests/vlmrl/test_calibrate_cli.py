@@ -228,3 +228,22 @@ def test_console_error_has_no_traceback(tmp_path):
     assert proc.stderr.strip().splitlines() == [
         f"vlmrl calibrate: error: image folder {tmp_path / 'missing'} does not exist"
     ]
+
+
+def test_board_prints_at_its_configured_size(tmp_path, capsys):
+    from PIL import Image
+
+    out = tmp_path / "board.png"
+    assert cli.main(["calibrate", "board", "--out", str(out), *BOARD_ARGS, "--dpi", "127"]) == 0
+    assert "squares 25.00 mm" in capsys.readouterr().out
+    image = Image.open(out)
+    assert image.info["dpi"] == pytest.approx((127, 127), abs=0.01)
+    # 9 squares of 25 mm at 5 px/mm plus one square of margin each side.
+    assert image.size == (11 * 125, 8 * 125)
+    board = Board(
+        BoardConfig(kind="charuco", squares_x=9, squares_y=6, square_size_m=0.025, marker_size_m=0.018)
+    )
+    assert board.detect(np.asarray(image)) is not None
+    _fails_cleanly(
+        capsys, ["board", "--out", str(tmp_path / "b.png"), "--dpi", "10"], "raise --dpi", tmp_path / "b.png"
+    )

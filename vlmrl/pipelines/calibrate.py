@@ -3,6 +3,7 @@
   vlmrl calibrate camera --images DIR --camera-id front --board.kind charuco ...
   vlmrl calibrate handeye --images DIR --poses poses.json --camera-id wrist --robot-id so101_a
   vlmrl calibrate sim-camera --camera-id front --robot-id so101_a [--mjcf scene.xml --camera front]
+  vlmrl calibrate board --out board.png --board.kind charuco    (a board to print)
 
 Results go to versioned JSON files in the calibration directory (LeRobot's, by default), loaded by id;
 pictures (detected corners, per-image reprojection error), a report and the resolved config go to
@@ -122,20 +123,66 @@ class SimCameraCommand:
     """Where the settings, MJCF snippet, preview and config go; default runs/calibrate/sim-camera-<id>-<time>."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class BoardCommand:
+    """A printable image of the board, at the size its config says when printed at --dpi."""
+
+    out: Path
+    """PNG file to write."""
+    board: BoardConfig = field(default_factory=BoardConfig)
+    """The board to draw."""
+    dpi: int = 300
+    """Printer resolution; print at 100% scale, then measure a square and pass that as square_size_m."""
+    margin_squares: float = 1.0
+    """White margin around the board, in squares (detection needs a quiet border)."""
+
+
 Config = (
     Annotated[CameraCommand, tyro.conf.subcommand("camera")]
     | Annotated[HandEyeCommand, tyro.conf.subcommand("handeye")]
     | Annotated[SimCameraCommand, tyro.conf.subcommand("sim-camera")]
+    | Annotated[BoardCommand, tyro.conf.subcommand("board")]
 )
 
 
-def main(cfg: CameraCommand | HandEyeCommand | SimCameraCommand) -> int:
+def main(cfg: CameraCommand | HandEyeCommand | SimCameraCommand | BoardCommand) -> int:
     """Runs one calibration sub-command; returns 0 (user errors raise CalibrationError/ConfigError)."""
     if isinstance(cfg, CameraCommand):
         return run_camera(cfg)
     if isinstance(cfg, HandEyeCommand):
         return run_hand_eye(cfg)
+    if isinstance(cfg, BoardCommand):
+        return run_board(cfg)
     return run_sim_camera(cfg)
+
+
+def run_board(cfg: BoardCommand) -> int:
+    from PIL import Image
+
+    board = Board(cfg.board)
+    if cfg.dpi <= 0 or cfg.margin_squares < 0.5:
+        raise ConfigError(
+            f"dpi={cfg.dpi} must be positive and margin_squares={cfg.margin_squares} at least 0.5"
+        )
+    px_per_square = round(cfg.board.square_size_m / 0.0254 * cfg.dpi)
+    if px_per_square < 20:
+        raise ConfigError(
+            f"square_size_m={cfg.board.square_size_m} at {cfg.dpi} dpi is only {px_per_square} px; raise --dpi"
+        )
+    image = board.draw(px_per_square, cfg.margin_squares)
+    if board.detect(image) is None:
+        raise CalibrationError(
+            f"the drawn {cfg.board.kind} board is not detectable; check the board settings"
+        )
+    cfg.out.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(image).save(cfg.out, dpi=(cfg.dpi, cfg.dpi))
+    width_mm = image.shape[1] / cfg.dpi * 25.4
+    height_mm = image.shape[0] / cfg.dpi * 25.4
+    Console().print(
+        f"wrote {cfg.out}: {cfg.board.squares_x}x{cfg.board.squares_y} {cfg.board.kind}, "
+        f"{width_mm:.0f} x {height_mm:.0f} mm at {cfg.dpi} dpi (squares {px_per_square / cfg.dpi * 25.4:.2f} mm)"
+    )
+    return 0
 
 
 def run_camera(cfg: CameraCommand) -> int:
