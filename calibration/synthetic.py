@@ -41,8 +41,7 @@ class BoardScene:
 
         self.board = board
         texture = board.draw(px_per_square, margin_squares)
-        ok, png = cv2.imencode(".png", texture)
-        assert ok
+        _, png = cv2.imencode(".png", texture)  # encoding a uint8 image in memory cannot fail
         square = board.cfg.square_size_m
         half_x = texture.shape[1] / px_per_square * square / 2.0
         half_y = texture.shape[0] / px_per_square * square / 2.0
