@@ -89,8 +89,8 @@ class BufferConfig:
     """How transitions are drawn."""
     frame_cache_bytes: int = 256 * 2**20
     """RAM budget of the zarr frame cache in bytes (decoded frames, least recently used dropped)."""
-    frames_per_shard: int = 256
-    """Frames per zarr shard file (each frame is its own inner chunk so one read is one pread)."""
+    frames_per_shard: int = 128
+    """Frames per zarr shard file, at most 255 (each frame is its own inner chunk: one read, one pread)."""
     frame_codec: Literal["none", "zstd", "blosc-lz4"] = "none"
     """Frame compression. Camera noise barely compresses losslessly, so `none` reads fastest."""
     fsync: bool = False

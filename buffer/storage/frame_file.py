@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from buffer.errors import BufferError
+from buffer.storage.chunk_file import atomic_write
 from buffer.storage.frame_cache import FrameCache
 from buffer.storage.shard_format import (
     ABSENT,
@@ -24,6 +25,7 @@ from buffer.storage.shard_format import (
     FrameCodec,
     assemble_shard,
     decode_index,
+    encode_index,
     index_nbytes,
     shard_key,
 )
@@ -72,10 +74,8 @@ class FrameFile:
             fd = os.open(self._path(shard), os.O_RDONLY)
         except FileNotFoundError:
             return _OpenShard(None, [], [])
-        size = os.fstat(fd).st_size
-        tail = os.pread(fd, index_nbytes(n), max(0, size - index_nbytes(n)))
         try:
-            index = decode_index(tail, n)
+            index = decode_index(os.pread(fd, index_nbytes(n), 0), n)
         except ValueError as exc:
             os.close(fd)
             raise BufferError(
@@ -95,6 +95,12 @@ class FrameFile:
                     os.close(old.fd)
         return entry
 
+    def _shard_for(self, position: int, describe: Callable[[int], str]) -> _OpenShard:
+        try:
+            return self._shard(position // self.frames_per_shard)
+        except BufferError as exc:
+            raise BufferError(f"{exc}; needed for {describe(position)}") from None
+
     def read(self, positions: np.ndarray, describe: Callable[[int], str]) -> np.ndarray:
         """Frames at ring positions (any shape) -> positions.shape + frame_shape.
 
@@ -110,7 +116,7 @@ class FrameFile:
         with self._io_lock:
             miss = np.flatnonzero(self.cache.get_into(flat, out))
             for i, p in zip(miss.tolist(), flat[miss].tolist()):
-                shard = self._open.get(p // n) or self._shard(p // n)
+                shard = self._open.get(p // n) or self._shard_for(p, describe)
                 j = p % n
                 offset = shard.offsets[j] if shard.fd is not None else -1
                 if offset < 0:  # never written: the array's fill value
@@ -132,42 +138,62 @@ class FrameFile:
         return out.reshape(*np.shape(positions), *self.frame_shape)
 
     def write(self, start: int, frames: np.ndarray) -> None:
-        """Write frames at ring positions [start, start + len(frames)), rewriting each touched shard."""
+        """Write frames at ring positions [start, start + len(frames)).
+
+        A new shard is written whole (temporary file + rename). An existing one gets the new frames
+        appended and then its index rewritten in place (one page, see MAX_FRAMES_PER_SHARD): until that
+        write the old index, which never points at the appended bytes, stays valid. Once dead bytes
+        outweigh live ones the shard is compacted (rewritten whole, temporary file + rename).
+        """
         n = self.frames_per_shard
         stop = start + len(frames)
         for shard in range(start // n, (stop - 1) // n + 1):
             lo, hi = max(start, shard * n), min(stop, (shard + 1) * n)
-            chunks = self._existing_chunks(shard)
-            for p in range(lo, hi):
-                chunks[p - shard * n] = self.codec.encode(frames[p - start])
-            path = self._path(shard)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".tmp")
-            with open(tmp, "wb") as f:
-                f.write(assemble_shard(chunks))
-                if self.fsync:
-                    f.flush()
-                    os.fsync(f.fileno())
-            os.replace(tmp, path)
+            new = {p - shard * n: self.codec.encode(frames[p - start]) for p in range(lo, hi)}
+            self._write_shard(shard, new)
             with self._io_lock:
                 entry = self._open.pop(shard, None)
                 if entry is not None and entry.fd is not None:
                     os.close(entry.fd)
                 self.cache.invalidate(range(lo, hi))
 
-    def _existing_chunks(self, shard: int) -> list[bytes | None]:
+    def _write_shard(self, shard: int, new: dict[int, bytes]) -> None:
         n = self.frames_per_shard
+        path = self._path(shard)
         try:
-            data = self._path(shard).read_bytes()
+            fd = os.open(path, os.O_RDWR)
         except FileNotFoundError:
-            return [None] * n
+            atomic_write(path, assemble_shard([new.get(j) for j in range(n)]), self.fsync)
+            return
         try:
-            index = decode_index(data[-index_nbytes(n) :], n)
-        except ValueError as exc:
-            raise BufferError(
-                f"{self.array_path}: shard file {self._path(shard)} is corrupt ({exc})"
-            ) from None
-        return [None if off == ABSENT else data[int(off) : int(off) + int(ln)] for off, ln in index]
+            try:
+                index = decode_index(os.pread(fd, index_nbytes(n), 0), n)
+            except ValueError as exc:
+                raise BufferError(f"{self.array_path}: shard file {path} is corrupt ({exc})") from None
+            size = os.fstat(fd).st_size
+            present = index[:, 0] != ABSENT
+            kept = [j for j in np.flatnonzero(present).tolist() if j not in new]
+            live = int(index[kept, 1].sum()) + sum(len(c) for c in new.values())
+            if size + sum(len(c) for c in new.values()) > 2 * (live + index_nbytes(n)):
+                chunks: list[bytes | None] = [None] * n
+                for j in kept:
+                    chunks[j] = os.pread(fd, int(index[j, 1]), int(index[j, 0]))
+                for j, c in new.items():
+                    chunks[j] = c
+                atomic_write(path, assemble_shard(chunks), self.fsync)
+                return
+            offset = size
+            for j, c in sorted(new.items()):
+                index[j] = (offset, len(c))
+                offset += len(c)
+            os.pwrite(fd, b"".join(c for _, c in sorted(new.items())), size)
+            if self.fsync:
+                os.fsync(fd)
+            os.pwrite(fd, encode_index(index), 0)
+            if self.fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def close(self) -> None:
         """Close every open shard."""

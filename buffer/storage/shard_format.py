@@ -1,11 +1,12 @@
 """The zarr v3 `sharding_indexed` byte layout, for a frame array whose inner chunk is one frame.
 
-A shard file is the encoded inner chunks back to back, then the index: `chunks_per_shard` pairs of
-little-endian uint64 (offset, nbytes), (2^64-1, 2^64-1) for an absent chunk, followed by the crc32c of
-those bytes (zarr's default `index_codecs` [bytes(little), crc32c], index_location "end"). Inner chunks
-use the codecs [bytes, <compressor>?, crc32c], so every frame carries its own checksum. Any zarr v3
-client reads these shards; this module only lets the buffer write and pread them without
-zarr-python's per-chunk overhead (ARCHITECTURE, zarr 3 facts).
+A shard file starts with the index (index_location "start"): `chunks_per_shard` pairs of little-endian
+uint64 (offset, nbytes), (2^64-1, 2^64-1) for an absent chunk, then the crc32c of those bytes (index
+codecs [bytes(little), crc32c]); the encoded inner chunks follow in any order, and bytes no index entry
+points at are allowed (the writer appends new frames and rewrites the index in place, compacting
+now and then). Inner chunks use the codecs [bytes, <compressor>?, crc32c], so every frame carries its
+own checksum. Any zarr v3 client reads these shards; this module only lets the buffer write and pread
+them without zarr-python's per-chunk overhead (ARCHITECTURE, zarr 3 facts).
 """
 
 from __future__ import annotations
@@ -20,17 +21,27 @@ ABSENT = np.uint64(2**64 - 1)
 FrameCodec = Literal["none", "zstd", "blosc-lz4"]
 
 
-def zarr_compressors(codec: FrameCodec) -> list[Any]:
-    """The zarr codec objects (bytes -> bytes) matching `codec`, crc32c last."""
-    from zarr.codecs import BloscCodec, Crc32cCodec, ZstdCodec
+MAX_FRAMES_PER_SHARD = 255
+"""The index (16 bytes per frame + 4) then fits in the file's first 4 KiB page, so rewriting it in place
+is a single-page write, which a killed process cannot leave half done."""
 
-    chain: list[Any] = []
+
+def sharding_codec(codec: FrameCodec, frame_shape: tuple[int, ...]) -> Any:
+    """The zarr ShardingCodec of a frame array: one frame per inner chunk, index first."""
+    from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, ShardingCodec, ZstdCodec
+
+    chain: list[Any] = [BytesCodec()]
     if codec == "zstd":
         chain.append(ZstdCodec(level=3))
     elif codec == "blosc-lz4":
         chain.append(BloscCodec(cname="lz4", clevel=5, shuffle="noshuffle", typesize=1))
     chain.append(Crc32cCodec())
-    return chain
+    return ShardingCodec(
+        chunk_shape=(1, *frame_shape),
+        codecs=chain,
+        index_codecs=[BytesCodec(), Crc32cCodec()],
+        index_location="start",
+    )
 
 
 class ChunkCodec:
@@ -88,7 +99,7 @@ class ChunkCodec:
 
 
 def index_nbytes(chunks_per_shard: int) -> int:
-    """Size of the index (with its checksum) at the end of a shard."""
+    """Size of the index (with its checksum) at the start of a shard."""
     return 16 * chunks_per_shard + 4
 
 
@@ -98,25 +109,25 @@ def encode_index(index: np.ndarray) -> bytes:
     return raw + np.uint32(google_crc32c.value(raw)).tobytes()
 
 
-def decode_index(tail: bytes, chunks_per_shard: int) -> np.ndarray:
-    """The (n, 2) uint64 index from a shard's last bytes; ValueError when its checksum is wrong."""
-    if len(tail) != index_nbytes(chunks_per_shard):
-        raise ValueError(f"shard index has {len(tail)} bytes, expected {index_nbytes(chunks_per_shard)}")
-    raw, stored = tail[:-4], tail[-4:]
+def decode_index(head: bytes, chunks_per_shard: int) -> np.ndarray:
+    """The (n, 2) uint64 index from a shard's first bytes; ValueError when its checksum is wrong."""
+    if len(head) != index_nbytes(chunks_per_shard):
+        raise ValueError(f"shard index has {len(head)} bytes, expected {index_nbytes(chunks_per_shard)}")
+    raw, stored = head[:-4], head[-4:]
     if np.uint32(google_crc32c.value(raw)).tobytes() != stored:
         raise ValueError("shard index checksum mismatch")
     return np.frombuffer(raw, "<u8").reshape(chunks_per_shard, 2).astype(np.uint64)
 
 
 def assemble_shard(chunks: list[bytes | None]) -> bytes:
-    """A whole shard file from its inner chunks (None = absent)."""
+    """A whole, compact shard file from its inner chunks (None = absent)."""
     index = np.full((len(chunks), 2), ABSENT, np.uint64)
-    offset = 0
+    offset = index_nbytes(len(chunks))
     for j, chunk in enumerate(chunks):
         if chunk is not None:
             index[j] = (offset, len(chunk))
             offset += len(chunk)
-    return b"".join(c for c in chunks if c is not None) + encode_index(index)
+    return encode_index(index) + b"".join(c for c in chunks if c is not None)
 
 
 def shard_key(array_path: str, shard: int, ndim: int) -> str:

@@ -18,6 +18,7 @@ write; frames are read with `FrameFile` (pread of one inner chunk) through a byt
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,15 +26,17 @@ from typing import Any
 
 import numpy as np
 import zarr
+from zarr.codecs import Crc32cCodec
 
 from buffer.episode import EpisodeTable
 from buffer.errors import BufferError
 from buffer.spec import SCHEMA_VERSION, ArraySpec
+from buffer.storage.chunk_file import atomic_write, write_chunks
 from buffer.storage.frame_cache import FrameCache
 from buffer.storage.frame_file import FrameFile
 from buffer.storage.protocol import check_column_name, column_fill
 from buffer.storage.ring import RingIndex
-from buffer.storage.shard_format import FrameCodec, zarr_compressors
+from buffer.storage.shard_format import MAX_FRAMES_PER_SHARD, FrameCodec, sharding_codec
 
 _SMALL_CHUNK_ROWS = 4096
 
@@ -81,6 +84,13 @@ class ZarrStorage:
             elif not spec.is_frame:
                 self._small[spec.name] = self._load(spec.name)
         self._columns = {name: self._load(name) for name in self._column_names()}
+        self._ends = self._load("episode_ends")
+        self._fast_chunks: dict[str, int] = {}
+        for name in [*self._small, *self._columns, "episode_ends"]:
+            self._enable_fast_chunks(name)
+        self._group_meta: dict[str, Any] | None = None
+        if root is not None:
+            self._group_meta = json.loads((root / "zarr.json").read_text())
         self._load_commit()
 
     # ---- opening -------------------------------------------------------------------------------
@@ -93,7 +103,7 @@ class ZarrStorage:
         *,
         capacity: int,
         attrs: Mapping[str, Any] | None = None,
-        frames_per_shard: int = 256,
+        frames_per_shard: int = 128,
         frame_codec: FrameCodec = "none",
         frame_cache_bytes: int = 256 * 2**20,
         fsync: bool = False,
@@ -104,6 +114,10 @@ class ZarrStorage:
             BufferError: the path holds something else, a store of a newer schema, or other arrays.
         """
         path = str(path)
+        if not 1 <= frames_per_shard <= MAX_FRAMES_PER_SHARD:
+            raise BufferError(
+                f"frames_per_shard must be in 1..{MAX_FRAMES_PER_SHARD}, got {frames_per_shard}"
+            )
         root = _local_root(path)
         try:
             group = zarr.open_group(path, mode="a", zarr_format=3)
@@ -146,10 +160,10 @@ class ZarrStorage:
                 group.create_array(
                     spec.name,
                     shape=(capacity, *spec.shape),
-                    chunks=(1, *spec.shape),
-                    shards=(shard, *spec.shape),
+                    chunks=(shard, *spec.shape),
                     dtype=spec.dtype,
-                    compressors=zarr_compressors(frame_codec),
+                    serializer=sharding_codec(frame_codec, spec.shape),
+                    compressors=None,
                     fill_value=0,
                 )
             else:
@@ -160,9 +174,14 @@ class ZarrStorage:
                     chunks=(rows, *spec.shape),
                     dtype=spec.dtype,
                     fill_value=0,
+                    compressors=[Crc32cCodec()],
                 )
         group.create_array(
-            "episode_ends", shape=(capacity // 2 + 1,), chunks=(_SMALL_CHUNK_ROWS,), dtype="int64"
+            "episode_ends",
+            shape=(capacity // 2 + 1,),
+            chunks=(min(_SMALL_CHUNK_ROWS, capacity // 2 + 1),),
+            dtype="int64",
+            compressors=[Crc32cCodec()],
         )
         group.attrs["commit"] = {"first_episode": 0, "first_row": 0, "num_episodes": 0, "inflight": None}
         group.attrs["vlmrl_buffer"] = {
@@ -195,7 +214,7 @@ class ZarrStorage:
         record: Any = self.group.attrs["commit"]
         first, num = int(record["first_episode"]), int(record["num_episodes"])
         slots = (np.arange(first, num) % self._slots).astype(np.int64)
-        ends = self._load("episode_ends")[slots] if num > first else np.zeros(0, np.int64)
+        ends = self._ends[slots] if num > first else np.zeros(0, np.int64)
         self._ring.restore(first, int(record["first_row"]), ends)
         if record.get("inflight"):
             start, rows = record["inflight"]
@@ -207,19 +226,40 @@ class ZarrStorage:
             self._write_record(None)
 
     def _write_record(self, inflight: tuple[int, int] | None) -> None:
+        """The commit point: one atomic replace of the group's zarr.json."""
         t = self._ring.table
-        self.group.attrs["commit"] = {
+        record = {
             "first_episode": t.first,
             "first_row": t.first_row,
             "num_episodes": t.first + t.count,
             "inflight": list(inflight) if inflight else None,
         }
-        if self.fsync and self.root is not None:
-            import os
+        if self._group_meta is None:
+            self.group.attrs["commit"] = record
+            return
+        self._group_meta["attributes"]["commit"] = record
+        assert self.root is not None
+        atomic_write(self.root / "zarr.json", json.dumps(self._group_meta).encode(), self.fsync)
 
-            fd = os.open(self.root / "zarr.json", os.O_RDONLY)
-            os.fsync(fd)
-            os.close(fd)
+    def _mirror(self, name: str, ram: np.ndarray, lo: int, hi: int) -> None:
+        """Make RAM rows [lo, hi) of a small array durable (own chunk writer when local)."""
+        chunk_rows = self._fast_chunks.get(name)
+        if chunk_rows is not None and self.root is not None:
+            write_chunks(self.root, name, ram, lo, hi, chunk_rows, self.fsync)
+        else:
+            self.group[name][lo:hi] = ram[lo:hi]  # type: ignore[index]
+
+    def _enable_fast_chunks(self, name: str) -> None:
+        """Use the own chunk writer for `name` if it is local and encoded as [bytes, crc32c]."""
+        if self.root is None:
+            return
+        array: Any = self.group[name]
+        if (
+            len(array.compressors) == 1
+            and isinstance(array.compressors[0], Crc32cCodec)
+            and not array.filters
+        ):
+            self._fast_chunks[name] = int(array.chunks[0])
 
     # ---- Storage protocol ----------------------------------------------------------------------
 
@@ -239,19 +279,22 @@ class ZarrStorage:
             for pos, lo, hi in self._ring.segments(start_row, n):
                 if name in self._frames:
                     self._frames[name].write(pos, values[lo:hi])
-                else:
-                    if name in self._small:
-                        self._small[name][pos : pos + hi - lo] = values[lo:hi]
+                elif name in self._small:
+                    self._small[name][pos : pos + hi - lo] = values[lo:hi]
+                    self._mirror(name, self._small[name], pos, pos + hi - lo)
+                else:  # frames of a store opened through fsspec
                     self.group[name][pos : pos + hi - lo] = values[lo:hi]  # type: ignore[index]
         for name, col in self._columns.items():
             for pos, lo, hi in self._ring.segments(start_row, n):
                 col[pos : pos + hi - lo] = column_fill(name)
-                self.group[name][pos : pos + hi - lo] = column_fill(name)  # type: ignore[index]
+                self._mirror(name, col, pos, pos + hi - lo)
 
     def commit(self, end_row: int) -> None:
         self._ring.commit(end_row)
         t = self._ring.table
-        self.group["episode_ends"][(t.first + t.count - 1) % self._slots] = end_row  # type: ignore[index]
+        slot = (t.first + t.count - 1) % self._slots
+        self._ends[slot] = end_row
+        self._mirror("episode_ends", self._ends, slot, slot + 1)
         self._write_record(None)
 
     def read(self, name: str, rows: np.ndarray) -> np.ndarray:
@@ -282,17 +325,22 @@ class ZarrStorage:
         if name not in self._columns:
             chunk = min(_SMALL_CHUNK_ROWS, self.capacity)
             self.group.create_array(
-                name, shape=(self.capacity,), chunks=(chunk,), dtype="float32", fill_value=column_fill(name)
+                name,
+                shape=(self.capacity,),
+                chunks=(chunk,),
+                dtype="float32",
+                fill_value=column_fill(name),
+                compressors=[Crc32cCodec()],
             )
             self._columns[name] = np.full(self.capacity, column_fill(name), np.float32)
+            self._enable_fast_chunks(name)
         pos = np.asarray(rows, np.int64) % self.capacity
         col = self._columns[name]
         col[pos] = values
         # Mirror the touched chunks whole: one atomic chunk write each instead of a scattered selection.
-        chunk = self.group[name].chunks[0]  # type: ignore[union-attr]
+        chunk = min(_SMALL_CHUNK_ROWS, self.capacity)
         for c in np.unique(pos // chunk).tolist():
-            lo, hi = c * chunk, min(self.capacity, (c + 1) * chunk)
-            self.group[name][lo:hi] = col[lo:hi]  # type: ignore[index]
+            self._mirror(name, col, c * chunk, min(self.capacity, (c + 1) * chunk))
 
     def columns(self) -> list[str]:
         return sorted(self._columns)

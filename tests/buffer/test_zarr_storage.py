@@ -95,12 +95,20 @@ def test_corrupt_frame_names_array_and_episode(make, tmp_path):
     buf.close()
     shard = tmp_path / "store.zarr" / "pixels" / "front" / "c" / "1" / "0" / "0" / "0"  # rows 8..15
     data = bytearray(shard.read_bytes())
-    data[100] ^= 0xFF  # inside the second frame of the shard: row 9 = episode 1, step 3
+    index = np.frombuffer(bytes(data[: 16 * 8]), "<u8").reshape(8, 2)  # index first: (offset, nbytes)
+    data[int(index[1, 0]) + 6] ^= 0xFF  # inside the shard's second frame: row 9 = episode 1, step 3
     shard.write_bytes(bytes(data))
     again = make("zarr", capacity_steps=100, frames_per_shard=8)
     clip = again.new_clips()[1]
     with pytest.raises(BufferError, match=r"pixels/front: row 9 \(episode 1, step 3\) is corrupt"):
         again.read_clip(clip._replace(start=3, length=1))
+    data[5] ^= 0xFF  # the shard index itself
+    shard.write_bytes(bytes(data))
+    again.storage.close()
+    with pytest.raises(
+        BufferError, match=r"shard file .* is corrupt .*needed for row 8 \(episode 1, step 2\)"
+    ):
+        again.read_clip(clip._replace(start=2, length=1))
 
 
 def test_newer_schema_and_other_arrays_are_refused(make, tmp_path):
