@@ -102,7 +102,7 @@ def test_camera_then_handeye_then_sim_camera(captures, tmp_path, capsys):
     hand_eye = load_hand_eye("so101_a", "wrist", cal)
     mm, deg = pose_difference(hand_eye.transform, X_GRIPPER_CAMERA)
     assert mm < 2.0 and deg < 0.5
-    assert (out / "he" / "corners.png").is_file()
+    assert (out / "he" / "corners.png").is_file() and (out / "he" / "reprojection_error.png").is_file()
     rows = json.loads((out / "he" / "report.json").read_text())["images"]
     rejected = {row["image"]: row["reason"] for row in rows if not row["accepted"]}
     assert set(rejected) == {"img_04.png", "img_99.png"}

@@ -275,6 +275,10 @@ def run_hand_eye(cfg: HandEyeCommand) -> int:
     out_dir = _out_dir(cfg.out_dir, f"handeye-{cfg.robot_id}-{cfg.camera_id}")
     ordered = [reports[name] for name in names]
     corners_png = plot_detections(images, ordered, out_dir / "corners.png")
+    pose_rms = [r.rms_px for r in ordered if r.accepted]
+    errors_png = plot_reprojection_errors(
+        ordered, float(np.sqrt(np.mean(np.square(pose_rms)))), out_dir / "reprojection_error.png"
+    )
     methods = {
         name: {
             "transform": m.transform.tolist(),
@@ -335,7 +339,7 @@ def run_hand_eye(cfg: HandEyeCommand) -> int:
             "methods agree within (mm / deg)": f"{result.agreement_mm:.2f} / {result.agreement_deg:.3f}",
             "images used / rejected": f"{n_used} / {len(names) - n_used}",
             "hand-eye file": "(dry run: not written)" if cfg.dry_run else str(target),
-            "pictures": str(corners_png),
+            "pictures": f"{corners_png}, {errors_png}",
         },
     )
     return 0
