@@ -1,8 +1,9 @@
 """A MuJoCo camera that sees what a calibrated real camera sees: pose, field of view and image size.
 
 MuJoCo renders an ideal pinhole, so the sim matches the *undistorted* real frame (see
-``calibration.Undistorter``, which keeps the calibrated camera matrix). Two ways to express the
-calibrated camera matrix:
+``calibration.Undistorter``, which keeps the calibrated camera matrix), or, with
+``CameraRenderer(distort=True)``, the raw frame (the lens distortion is applied by a remap). Two ways
+to express the calibrated camera matrix:
 
 - ``"intrinsic"``: MuJoCo's camera intrinsics (``sensorsize``, focal lengths and principal point in
   pixels), which render fx != fy and an off-centre principal point exactly; residual 0.
@@ -135,7 +136,7 @@ def match_camera(
     """Computes MuJoCo camera settings for a calibrated camera at a given pose.
 
     Args:
-        intrinsics: Calibrated intrinsics (distortion is not rendered; undistort the real frames).
+        intrinsics: Calibrated intrinsics; the distortion is carried along for ``CameraRenderer(distort=True)``.
         T_parent_camera: OpenCV camera pose in the MuJoCo camera's parent body frame (4x4, metres).
         method: "intrinsic" (exact) or "crop" (fovy only; render larger and crop).
 
