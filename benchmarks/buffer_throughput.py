@@ -107,6 +107,7 @@ def drop_page_cache(directory: Path) -> None:
     for path in directory.rglob("*"):
         if path.is_file():
             fd = os.open(path, os.O_RDONLY)
+            os.fdatasync(fd)  # dirty pages cannot be dropped
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             os.close(fd)
 

@@ -136,3 +136,36 @@ def test_state_dict_resumes_sampling_exactly(buf, make):
     b = buf.sample(32)
     np.testing.assert_array_equal(a.indices, b.indices)
     np.testing.assert_array_equal(a.weights, b.weights)
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_n_step_returns_frame_stack_and_aux_reward(make, storage):
+    buf = make(storage, n_step=3, gamma=0.5, frame_stack=2, aux_reward_scorer="oracle", aux_reward_weight=2.0)
+    fill_episode(buf, 0, 5)  # rewards 0..4, terminated at t = 4
+    start, _ = buf.episode_rows(0)
+    buf.set_aux_reward(start + np.arange(5), np.full(5, 0.25), "oracle")
+    batch = buf.sample(256)
+    t = batch.obs["state"][:, 1].astype(int)
+    for i in range(256):
+        k = min(3, 5 - t[i])
+        expected = sum(0.5**j * (t[i] + j + 0.5) for j in range(k))  # reward + 2.0 * 0.25 aux
+        assert batch.reward[i] == pytest.approx(expected, rel=1e-6)
+        terminal = t[i] + k == 5
+        assert batch.terminated[i] == float(terminal)
+        assert batch.discount[i] == pytest.approx(0.0 if terminal else 0.5**k)
+        np.testing.assert_array_equal(batch.next_obs["state"][i], step_obs(0, t[i] + k)["state"])
+        stacked = batch.obs["pixels/front"][i]
+        assert stacked.shape == (6, 5, 6)
+        np.testing.assert_array_equal(stacked[..., :3], step_obs(0, max(0, t[i] - 1))["pixels/front"])
+        np.testing.assert_array_equal(stacked[..., 3:], step_obs(0, t[i])["pixels/front"])
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_clip_scores_steer_vlm_sampling(make, storage):
+    buf = make(storage, VLMMixSamplerConfig(lambda_start=1.0, lambda_end=1.0), clip_length=4, clip_stride=1)
+    fill_episode(buf, 0, 8)
+    fill_episode(buf, 1, 8)
+    clips = buf.new_clips()
+    buf.set_scores([c.clip_id for c in clips], [1.0 if c.episode == 0 else 0.0 for c in clips], "oracle")
+    episodes = buf.sample(2000).obs["state"][:, 0]
+    assert (episodes == 0).mean() > 0.99
