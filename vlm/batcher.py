@@ -25,6 +25,10 @@ class MicroBatcher:
         self.max_batch = max(1, max_batch)
         self.wait_s = wait_s
         self._queue: queue.Queue[tuple[list[Clip], str, Future[np.ndarray]] | None] = queue.Queue()
+        self.calls = 0
+        """Scorer calls made so far."""
+        self.clips = 0
+        """Clips scored so far."""
         self._thread = threading.Thread(target=self._run, name="vlm-micro-batcher", daemon=True)
         self._thread.start()
 
@@ -63,6 +67,7 @@ class MicroBatcher:
 
     def _score(self, group: list[tuple[list[Clip], str, Future[np.ndarray]]]) -> None:
         clips = [clip for request, _, _ in group for clip in request]
+        self.calls += 1
         try:
             scores = np.asarray(self.scorer.score(clips, group[0][1]), np.float32)
         except Exception as exc:
@@ -72,6 +77,7 @@ class MicroBatcher:
             for single in group:
                 self._score([single])
             return
+        self.clips += len(clips)
         start = 0
         for request, _, future in group:
             future.set_result(scores[start : start + len(request)])

@@ -270,7 +270,14 @@ def create_app(scorer: Scorer, cfg: ServerConfig) -> FastAPI:
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
-        return {"status": "ok", "model": service.model_name, "scorer_id": scorer.scorer_id}
+        batcher = service.batcher
+        return {
+            "status": "ok",
+            "model": service.model_name,
+            "scorer_id": scorer.scorer_id,
+            "scorer_calls": batcher.calls,
+            "clips_scored": batcher.clips,
+        }
 
     @app.get("/v1/models")
     async def models(request: Request) -> dict[str, Any]:
