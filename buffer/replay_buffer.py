@@ -53,8 +53,11 @@ class ReplayBuffer:
         self._step_index = np.zeros(cap, np.int32)  # step within the episode
         self._clip_cursor = 0
         table = storage.episodes()
-        for e in range(table.first, table.first + table.count):
-            self._index_episode(*table.bounds(e))
+        positions = [
+            self._index_episode(*table.bounds(e)) for e in range(table.first, table.first + table.count)
+        ]
+        if positions:
+            self.sampler.add(np.concatenate(positions))
         self._clip_cursor = table.first
         self._replay_scores_into_sampler()
 
@@ -123,16 +126,17 @@ class ReplayBuffer:
         self.storage.write(start, arrays)
         with self._lock:
             self.storage.commit(start + n)
-            self._index_episode(start, start + n)
+            self.sampler.add(self._index_episode(start, start + n))
             return self.storage.episodes().first + self.storage.episodes().count - 1
 
-    def _index_episode(self, start: int, end: int) -> None:
+    def _index_episode(self, start: int, end: int) -> np.ndarray:
+        """Record an episode's rows by ring position; returns the positions of its transitions."""
         rows = np.arange(start, end, dtype=np.int64)
         pos = rows % self.storage.capacity
         self._row_of_pos[pos] = rows
         self._steps_to_end[pos] = end - 1 - rows
         self._step_index[pos] = rows - start
-        self.sampler.add(pos[:-1])
+        return pos[:-1]
 
     def _replay_scores_into_sampler(self) -> None:
         """After reopening a store, feed the stored VLM scores of live transitions back to the sampler."""
@@ -314,18 +318,30 @@ class ReplayBuffer:
         """Sampler state, RNG and clip cursor: with the reopened storage, sampling resumes exactly.
         The episode in flight is not included (as after a crash)."""
         with self._lock:
+            table = self.storage.episodes()
             return {
                 "sampler": self.sampler.state_dict(),
                 "rng": self._rng.bit_generator.state,
                 "clip_cursor": self._clip_cursor,
+                "live_rows": (table.first_row, table.next_row),
             }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore from `state_dict` (of a buffer over the same storage contents)."""
+        """Restore from `state_dict`. If the store changed since (episodes committed or evicted after
+        the checkpoint, e.g. by a writer that crashed later), the sampler is reconciled: rows gone
+        since are dropped, rows new since join with the default priority."""
         with self._lock:
             self.sampler.load_state_dict(state["sampler"])
             self._rng.bit_generator.state = state["rng"]
             self._clip_cursor = int(state["clip_cursor"])
+            table = self.storage.episodes()
+            (f0, n0), (f1, n1) = state["live_rows"], (table.first_row, table.next_row)
+            if (f0, n0) != (f1, n1):
+                then, now = np.arange(f0, n0, dtype=np.int64), np.arange(f1, n1, dtype=np.int64)
+                changed = np.unique(np.setxor1d(then, now) % self.storage.capacity)
+                live = (self._row_of_pos[changed] >= 0) & (self._steps_to_end[changed] > 0)
+                self.sampler.remove(changed[~live])
+                self.sampler.add(changed[live])
 
     def close(self) -> None:
         """Drop the episode in flight and close the storage."""

@@ -169,3 +169,14 @@ def test_clip_scores_steer_vlm_sampling(make, storage):
     buf.set_scores([c.clip_id for c in clips], [1.0 if c.episode == 0 else 0.0 for c in clips], "oracle")
     episodes = buf.sample(2000).obs["state"][:, 0]
     assert (episodes == 0).mean() > 0.99
+
+
+def test_state_from_an_older_checkpoint_is_reconciled(buf):
+    for e in range(4):
+        fill_episode(buf, e, 9)
+    state = buf.state_dict()
+    for e in range(4, 16):  # evicts the checkpoint's episodes, adds new ones
+        fill_episode(buf, e, 9)
+    buf.load_state_dict(state)
+    episodes = set(buf.sample(1024).obs["state"][:, 0].astype(int))
+    assert episodes == set(range(4, 16))
