@@ -29,7 +29,9 @@ class FakeBus:
     """State behind the patched FeetechMotorsBus: motors reach each goal by the next read."""
 
     def __init__(self):
-        self.connected = False
+        # Per bus instance: a robot left over from another test may be garbage-collected mid-test, and
+        # LeRobot's Robot.__del__ disconnects it; that must not disconnect this test's bus.
+        self.open_buses = set()
         self.present = dict.fromkeys(MOTORS, 0.0) | {"elbow_flex": 20.0}
         self.calls = []
         self.on_read = None
@@ -40,11 +42,11 @@ class FakeBus:
 
         def _connect(bus, handshake=True):
             fake.calls.append(("connect", handshake))
-            fake.connected = True
+            fake.open_buses.add(id(bus))
 
         def disconnect(bus, disable_torque=True):
             fake.calls.append(("disconnect", disable_torque))
-            fake.connected = False
+            fake.open_buses.discard(id(bus))
 
         def sync_read(bus, data_name, motors=None):
             fake.calls.append(("sync_read", data_name))
@@ -67,7 +69,9 @@ class FakeBus:
 
         monkeypatch.setattr(FeetechMotorsBus, "_connect", _connect)
         monkeypatch.setattr(FeetechMotorsBus, "set_timeout", lambda bus, *a, **k: None)
-        monkeypatch.setattr(FeetechMotorsBus, "is_connected", property(lambda bus: fake.connected))
+        monkeypatch.setattr(
+            FeetechMotorsBus, "is_connected", property(lambda bus: id(bus) in fake.open_buses)
+        )
         monkeypatch.setattr(FeetechMotorsBus, "is_calibrated", property(lambda bus: True))
         monkeypatch.setattr(FeetechMotorsBus, "disconnect", disconnect)
         monkeypatch.setattr(FeetechMotorsBus, "sync_read", sync_read)
