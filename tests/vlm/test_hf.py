@@ -84,3 +84,17 @@ def test_a_text_only_model_is_rejected(tmp_path):
     GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=10)).save_pretrained(tmp_path)
     with pytest.raises(VLMError, match="image-text-to-text"):
         make_scorer(HFConfig(model=str(tmp_path)))
+
+
+def test_unreachable_hub_fails_fast_instead_of_retrying(monkeypatch):
+    import socket
+
+    from huggingface_hub import constants
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{port}")
+    with pytest.raises(VLMError, match=r"127\.0\.0\.1 cannot be reached; download it where there is network"):
+        make_scorer(HFConfig(model="nobody-here/no-such-vlm-xyz"))

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from vlm.errors import VLMError
 
@@ -36,13 +38,22 @@ def check_model_source(model: str, revision: str = "", *, kind: str = "hf") -> N
             f"model {model!r} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set; "
             f"download it first (hf download {model}) or pass a local directory"
         )
+    from huggingface_hub import constants
+
+    endpoint = urlsplit(constants.ENDPOINT)
+    try:  # one quick probe instead of the hub client's minute of retries
+        socket.create_connection((endpoint.hostname or "", endpoint.port or 443), timeout=3).close()
+    except OSError:
+        raise VLMError(
+            f"model {model!r} is not in the local Hugging Face cache and {endpoint.hostname} cannot be reached; "
+            f"download it where there is network (hf download {model}) and pass the local directory"
+        ) from None
     try:
         hf_hub_download(model, "config.json", revision=revision or None)
     except Exception as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise VLMError(
-            f"cannot fetch model {model!r} from the Hugging Face hub ({first_line}); check the id and "
-            f"your network, or download it elsewhere and pass the local directory"
+            f"cannot fetch {model!r} from {endpoint.hostname} ({type(exc).__name__}); check the model id "
+            f"and revision, log in for gated models (hf auth login), or pass a local directory"
         ) from None
 
 
