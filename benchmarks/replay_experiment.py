@@ -1,0 +1,196 @@
+"""The VLM-guided replay experiment (issue #8): replay modes x oracle label noise x seeds on sparse tasks.
+
+Every run is a real `vlmrl train` process (state policy, frames rendered for the scorer, the oracle
+scorer: privileged sim progress standing in for a VLM, with label noise emulating an imperfect one).
+Runs go in parallel on the available cores, one torch thread each; the results file is JSON lines, one
+line per finished run, and a rerun skips finished runs and resumes interrupted ones from their
+checkpoints. Analyse with `benchmarks/replay_analysis.py`.
+
+    python benchmarks/replay_experiment.py --quick                 # a small grid, minutes
+    python benchmarks/replay_experiment.py --tasks lift place --seeds 0 1 2 --total-steps 40000
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    task: str
+    mode: str
+    noise: float
+    aux_weight: float
+    seed: int
+    total_steps: int
+    eval_every_steps: int
+    eval_episodes: int
+
+    @property
+    def name(self) -> str:
+        return (
+            f"{self.task}-{self.mode}-noise{self.noise:g}-aux{self.aux_weight:g}-seed{self.seed}"
+            f"-steps{self.total_steps}"
+        )
+
+    @property
+    def uses_scorer(self) -> bool:
+        return self.mode in ("vlm", "vlm_td") or self.aux_weight > 0
+
+
+def grid(args: argparse.Namespace) -> list[RunSpec]:
+    """Scorer-free modes run once per seed (noise is meaningless for them); VLM modes per noise level."""
+    specs = []
+    for task, mode, seed in itertools.product(args.tasks, args.modes, args.seeds):
+        scored = mode in ("vlm", "vlm_td")
+        for noise in args.noise if scored else [0.0]:
+            for aux in args.aux_weights if mode == "vlm" else [0.0]:
+                specs.append(
+                    RunSpec(
+                        task,
+                        mode,
+                        noise,
+                        aux,
+                        seed,
+                        args.total_steps,
+                        args.eval_every_steps,
+                        args.eval_episodes,
+                    )
+                )
+    return specs
+
+
+def train_command(spec: RunSpec, run_dir: Path, extra: list[str]) -> list[str]:
+    if (run_dir / "checkpoint").exists():
+        return [sys.executable, "-m", "vlmrl", "train", "--resume", str(run_dir), "--no-progress"]
+    cmd = [
+        sys.executable, "-m", "vlmrl", "train",
+        "--sim.task", spec.task, "--sim.reward", "sparse",
+        "--replay", spec.mode, "--seed", str(spec.seed),
+        "--total-steps", str(spec.total_steps),
+        "--eval-every-steps", str(spec.eval_every_steps), "--eval-episodes", str(spec.eval_episodes),
+        "--checkpoint-every-steps", str(spec.eval_every_steps),
+        "--aux-reward-weight", str(spec.aux_weight),
+        "--video-episodes", "0", "--no-progress", "--torch-threads", "1",
+        "--run-dir", str(run_dir), *extra,
+    ]  # fmt: skip
+    if spec.uses_scorer:
+        cmd += ["scorer:oracle", "--scorer.noise", str(spec.noise), "--scorer.seed", str(spec.seed)]
+    return cmd
+
+
+def read_evals(run_dir: Path) -> list[dict[str, float]]:
+    """The scheduled evaluations of a run, from its TensorBoard scalars."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run_dir / "tb"), size_guidance={"scalars": 0})
+    acc.Reload()
+    tags = acc.Tags().get("scalars", [])
+    series: dict[int, dict[str, float]] = {}
+    for tag, name in (("eval/success_rate", "success_rate"), ("eval/mean_return", "mean_return")):
+        if tag in tags:
+            for event in acc.Scalars(tag):  # a resumed run rewrites its tail: keep the last value per step
+                series.setdefault(event.step, {"step": float(event.step)})[name] = float(event.value)
+    return [series[step] for step in sorted(series)]
+
+
+def run_one(spec: RunSpec, out: Path, extra: list[str], lock: threading.Lock, log) -> dict | None:
+    run_dir = out / "runs" / spec.name
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    with open(run_dir.with_suffix(".log"), "a") as stdout:
+        proc = subprocess.run(
+            train_command(spec, run_dir, extra), stdout=stdout, stderr=subprocess.STDOUT, env=env
+        )
+    if proc.returncode != 0:
+        log(f"FAILED {spec.name} (exit {proc.returncode}); see {run_dir.with_suffix('.log')}")
+        return None
+    evals = read_evals(run_dir)
+    record = {
+        **asdict(spec),
+        "name": spec.name,
+        "evals": evals,
+        "final_success": evals[-1]["success_rate"] if evals else float("nan"),
+        "wall_s": round(time.monotonic() - started, 1),
+    }
+    with lock, open(out / "results.jsonl", "a") as f:
+        f.write(json.dumps(record) + "\n")
+    log(f"done {spec.name}: final success {record['final_success']:.0%} in {record['wall_s']:.0f} s")
+    return record
+
+
+def finished_names(out: Path) -> set[str]:
+    path = out / "results.jsonl"
+    if not path.exists():
+        return set()
+    return {json.loads(line)["name"] for line in path.read_text().splitlines() if line.strip()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "replay", help="results folder")
+    parser.add_argument("--tasks", nargs="+", default=["lift"], help="SO-101 twin tasks")
+    parser.add_argument("--modes", nargs="+", default=["uniform", "per", "vlm", "vlm_td"])
+    parser.add_argument("--noise", nargs="+", type=float, default=[0.0, 0.2, 0.4], help="oracle label noise")
+    parser.add_argument("--aux-weights", nargs="+", type=float, default=[0.0, 1.0], help="vlm mode only")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--total-steps", type=int, default=30_000)
+    parser.add_argument("--eval-every-steps", type=int, default=2_500)
+    parser.add_argument("--eval-episodes", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="runs in parallel")
+    parser.add_argument("--quick", action="store_true", help="one seed, noise 0.2, a short budget")
+    parser.add_argument("--json", type=Path, help="write a summary of this invocation's runs here")
+    parser.add_argument(
+        "--train-arg", action="append", default=[], help="extra `vlmrl train` option (repeatable)"
+    )
+    args = parser.parse_args()
+    if args.quick:
+        args.seeds, args.noise, args.aux_weights = args.seeds[:1], [0.2], [0.0]
+        args.total_steps, args.eval_every_steps, args.eval_episodes = 3_000, 1_000, 5
+    args.out.mkdir(parents=True, exist_ok=True)
+    specs = grid(args)
+    done = finished_names(args.out)
+    todo = [s for s in specs if s.name not in done]
+    print(f"{len(specs)} runs in the grid, {len(specs) - len(todo)} already finished, {len(todo)} to run "
+          f"on {args.workers} worker(s); results -> {args.out / 'results.jsonl'}")  # fmt: skip
+    lock = threading.Lock()
+
+    def log(message: str) -> None:
+        with lock:
+            print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=args.workers) as pool:
+        records = list(pool.map(lambda s: run_one(s, args.out, args.train_arg, lock, log), todo))
+    failed = sum(r is None for r in records)
+    summary = {
+        "runs_in_grid": len(specs),
+        "runs_this_invocation": len(todo),
+        "failed": failed,
+        "wall_s": round(time.monotonic() - started, 1),
+        "final_success": {r["name"]: r["final_success"] for r in records if r},
+    }
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(summary, indent=2))
+    print(json.dumps({k: v for k, v in summary.items() if k != "final_success"}))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
