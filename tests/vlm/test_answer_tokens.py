@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vlm import VLMError
@@ -27,6 +27,7 @@ def test_tokenizer_without_yes_no_tokens_is_rejected():
         answer_token_ids(CharTokenizer())
 
 
+@settings(deadline=None, max_examples=60)
 @given(
     st.lists(st.floats(-30, 30), min_size=1, max_size=3),
     st.lists(st.floats(-30, 30), min_size=1, max_size=3),

@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vlm import AuxRewardConfig, VLMError
@@ -13,6 +13,7 @@ def test_potential_holds_latest_score_and_later_entries_win_ties():
     np.testing.assert_allclose(potentials(3, np.array([], int), np.array([])), np.zeros(4))
 
 
+@settings(deadline=None, max_examples=60)
 @given(
     n=st.integers(1, 30),
     gamma=st.floats(0.5, 1.0),

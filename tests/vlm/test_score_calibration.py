@@ -2,7 +2,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vlm import VLMError
@@ -14,6 +14,7 @@ from vlm.score_calibration import (
 )
 
 
+@settings(deadline=None, max_examples=60)
 @given(
     st.lists(st.tuples(st.sampled_from([0.0, 0.25, 0.5, 0.9, 1.0]), st.booleans()), min_size=2, max_size=30)
 )

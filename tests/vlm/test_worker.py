@@ -1,4 +1,5 @@
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -71,8 +72,9 @@ def test_full_backlog_drops_oldest_unscored_and_submit_never_blocks():
     cfg = WorkerConfig(batch_size=2, max_backlog=5, **FAST)
     w = ScoringWorker(Blocked(0), "q", _load, rec, cfg)
     w.submit(_requests(2))  # taken into flight, scorer blocks on the gate
-    while w.metrics()["in_flight"] < 2:
-        threading.Event().wait(0.001)
+    deadline = time.monotonic() + 30
+    while w.metrics()["in_flight"] < 2 and time.monotonic() < deadline:
+        time.sleep(0.001)
     dropped = w.submit(_requests(8, start_id=100))  # returns although the scorer is stuck
     assert dropped == 3 and w.metrics()["backlog"] == 5
     gate.set()
@@ -100,7 +102,10 @@ def test_breaker_is_open_during_an_outage():
     cfg = WorkerConfig(batch_size=1, breaker_failures=2, backoff_s=0.001, breaker_cooldown_s=60)
     w = ScoringWorker(Flaky(n_failures=10**6), "q", _load, rec, cfg)
     w.submit(_requests(3))
-    assert not w.drain(0.5)
+    deadline = time.monotonic() + 30
+    while not w.metrics()["breaker_open"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not w.drain(0.2)
     m = w.metrics()
     w.close()
     assert m["breaker_open"] == 1 and m["failures"] == 2 and m["backlog"] == 3 and rec.ids == []
