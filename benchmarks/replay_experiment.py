@@ -99,7 +99,7 @@ def read_evals(run_dir: Path) -> list[dict[str, float]]:
     acc.Reload()
     tags = acc.Tags().get("scalars", [])
     series: dict[int, dict[str, float]] = {}
-    for tag, name in (("eval/success_rate", "success_rate"), ("eval/mean_return", "mean_return")):
+    for tag, name in (("eval/success_rate", "success_rate"), ("eval/return", "mean_return")):
         if tag in tags:
             for event in acc.Scalars(tag):  # a resumed run rewrites its tail: keep the last value per step
                 series.setdefault(event.step, {"step": float(event.step)})[name] = float(event.value)
