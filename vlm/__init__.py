@@ -1,10 +1,12 @@
 """Clip scoring by vision-language models: backends, server, client, async worker, aux reward.
 
 Public names: ``Clip``, the ``Scorer`` protocol, the backend configs, ``make_scorer`` and
-``check_reachable``, the prompts helpers, and the ``ScoringWorker`` with its ``ClipRequest``.
+``check_reachable``, the prompts helpers, the ``ScoringWorker`` with its ``ClipRequest``,
+``aux_rewards`` and ``fit_calibration``/``ScoreCalibration``.
 Backends load torch/transformers/httpx only when built.
 """
 
+from vlm.aux_reward import aux_rewards
 from vlm.clip import Clip, as_clip, as_clips, subsample_indices
 from vlm.config import (
     AuxRewardConfig,
@@ -19,6 +21,7 @@ from vlm.config import (
 from vlm.errors import VLMError
 from vlm.factory import check_reachable, make_scorer
 from vlm.prompts import make_prompt, prompt_hash, task_prompt
+from vlm.score_calibration import ScoreCalibration, fit_calibration
 from vlm.scorer import Scorer
 from vlm.worker import ClipRequest, ScoringWorker
 
@@ -30,6 +33,7 @@ __all__ = [
     "HFConfig",
     "OpenAIConfig",
     "OracleConfig",
+    "ScoreCalibration",
     "Scorer",
     "ScorerConfig",
     "ScoringWorker",
@@ -38,7 +42,9 @@ __all__ = [
     "WorkerConfig",
     "as_clip",
     "as_clips",
+    "aux_rewards",
     "check_reachable",
+    "fit_calibration",
     "make_prompt",
     "make_scorer",
     "prompt_hash",
