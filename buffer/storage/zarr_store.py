@@ -18,7 +18,9 @@ write; frames are read with `FrameFile` (pread of one inner chunk) through a byt
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -72,6 +74,15 @@ class ZarrStorage:
         self.location = str(root) if root is not None else str(group.store)
         self._ring = RingIndex(capacity)
         self._slots = capacity // 2 + 1
+        self._lock_fd: int | None = None
+        # The commit record is read before any array, so every episode it lists is complete in them.
+        self._group_meta: dict[str, Any] | None = None
+        if root is not None:
+            self._group_meta = json.loads((root / "zarr.json").read_text())
+            record = dict(self._group_meta["attributes"]["commit"])
+        else:
+            record = dict(group.attrs["commit"])  # type: ignore[arg-type]
+        self._last_record = record
         self._small: dict[str, np.ndarray] = {}
         self._frames: dict[str, FrameFile] = {}
         frame_specs = [s for s in self.specs.values() if s.is_frame]
@@ -88,10 +99,7 @@ class ZarrStorage:
         self._fast_chunks: dict[str, int] = {}
         for name in [*self._small, *self._columns, "episode_ends"]:
             self._enable_fast_chunks(name)
-        self._group_meta: dict[str, Any] | None = None
-        if root is not None:
-            self._group_meta = json.loads((root / "zarr.json").read_text())
-        self._load_commit()
+        self._load_commit(record)
 
     # ---- opening -------------------------------------------------------------------------------
 
@@ -210,13 +218,12 @@ class ZarrStorage:
                 names += [f"{prefix}/{k}" for k in self.group[prefix]]  # type: ignore[union-attr]
         return names
 
-    def _load_commit(self) -> None:
-        record: Any = self.group.attrs["commit"]
+    def _load_commit(self, record: dict[str, Any]) -> None:
         first, num = int(record["first_episode"]), int(record["num_episodes"])
         slots = (np.arange(first, num) % self._slots).astype(np.int64)
         ends = self._ends[slots] if num > first else np.zeros(0, np.int64)
         self._ring.restore(first, int(record["first_row"]), ends)
-        if record.get("inflight"):
+        if record.get("inflight") and self._acquire_writer_lock():  # else: a live writer's, not partial
             start, rows = record["inflight"]
             warnings.warn(
                 f"{self.location}: discarded episode {num} (rows {start}..{start + rows - 1}), which was "
@@ -234,6 +241,7 @@ class ZarrStorage:
             "num_episodes": t.first + t.count,
             "inflight": list(inflight) if inflight else None,
         }
+        self._last_record = record
         if self._group_meta is None:
             self.group.attrs["commit"] = record
             return
@@ -266,12 +274,41 @@ class ZarrStorage:
     def episodes(self) -> EpisodeTable:
         return self._ring.table
 
+    def _acquire_writer_lock(self) -> bool:
+        """Take the store's writer lock (an flock, released by the kernel if the process dies)."""
+        if self.root is None or self._lock_fd is not None:
+            return True
+        fd = os.open(self.root / ".writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        if self.root is not None and self._group_meta is not None:
+            on_disk = json.loads((self.root / "zarr.json").read_text())["attributes"]["commit"]
+            if on_disk != self._last_record:
+                os.close(fd)
+                raise BufferError(
+                    f"{self.location}: another writer committed to this store after it was opened here; "
+                    "reopen it before writing"
+                )
+        self._lock_fd = fd
+        return True
+
+    def _require_writer(self) -> None:
+        if not self._acquire_writer_lock():
+            raise BufferError(
+                f"{self.location}: another process is writing to this store (one writer at a time)"
+            )
+
     def reserve(self, num_rows: int) -> tuple[int, list[tuple[int, int]]]:
+        self._require_writer()
         start, evicted = self._ring.reserve(num_rows)
         self._write_record((start, num_rows))
         return start, evicted
 
     def write(self, start_row: int, arrays: Mapping[str, np.ndarray]) -> None:
+        self._require_writer()
         n = len(next(iter(arrays.values())))
         for name, values in arrays.items():
             if name not in self.specs:
@@ -322,6 +359,7 @@ class ZarrStorage:
 
     def write_column(self, name: str, rows: np.ndarray, values: np.ndarray) -> None:
         check_column_name(name)
+        self._require_writer()
         if name not in self._columns:
             chunk = min(_SMALL_CHUNK_ROWS, self.capacity)
             self.group.create_array(
@@ -348,6 +386,9 @@ class ZarrStorage:
     def close(self) -> None:
         for frames in self._frames.values():
             frames.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # releases the writer lock
+            self._lock_fd = None
 
     def frame_stats(self) -> dict[str, int]:
         """Frame cache hits/misses and bytes held, summed over cameras."""

@@ -141,3 +141,24 @@ def test_memory_storage_save_and_load(make, tmp_path: Path):
     got = again.sample(16)
     np.testing.assert_array_equal(got.obs["pixels/front"], expected.obs["pixels/front"])
     assert again.num_episodes == buf.num_episodes and again.storage.columns() == ["aux_reward/oracle"]
+
+
+def test_second_writer_is_refused_until_the_first_closes(make):
+    first = make("zarr", capacity_steps=50)
+    fill_episode(first, 0, 3)
+    second = make("zarr", capacity_steps=50)  # opening to read is fine
+    assert second.num_episodes == 1
+    with pytest.raises(BufferError, match="another process is writing"):
+        fill_episode(second, 1, 3)
+    first.close()
+    fill_episode(second, 1, 3)
+    assert second.num_episodes == 2
+
+
+def test_stale_handle_cannot_become_the_writer(make):
+    first = make("zarr", capacity_steps=50)
+    stale = make("zarr", capacity_steps=50)
+    fill_episode(first, 0, 3)
+    first.close()
+    with pytest.raises(BufferError, match="reopen it before writing"):
+        fill_episode(stale, 1, 3)
