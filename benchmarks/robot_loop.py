@@ -168,7 +168,9 @@ def main() -> None:
         f"LeRobotEnv.step on the twin: {e['env_step_ms']:.2f} ms vs robot API direct {e['robot_step_ms']:.2f} ms (ratio {e['ratio']:.2f}x)"
     )
     print(
-        f"30 Hz loop: {loop['achieved_hz']:.1f} Hz achieved, {loop['overruns']} overruns in {loop['steps']} steps, worst lateness {loop['max_lateness_ms']:.1f} ms"
+        f"30 Hz loop: {loop['achieved_hz']:.1f} Hz achieved, {loop['overruns']} overruns in {loop['steps']} steps, "
+        f"worst lateness {loop['max_lateness_ms']:.1f} ms"
+        + (f"; watchdog stop: {loop['stopped']}" if loop["stopped"] else "")
     )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
