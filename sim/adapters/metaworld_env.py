@@ -17,6 +17,7 @@ from robot.contract import STATE_KEY, pixel_key
 from sim.config import SimConfig
 from sim.errors import SimError
 from sim.rendering import FrameRenderer
+from sim.rewards import shaped_or_sparse_reward
 
 CAMERAS: tuple[str, ...] = (
     "corner",
@@ -126,7 +127,7 @@ class MetaWorldEnv(gymnasium.Env):
         state, dense, _, _, raw_info = self._env.step(np.clip(array, self._low, self._high))
         self._steps += 1
         info = self._status(float(dense), raw_info)
-        reward = float(info["success"]) if self.cfg.reward == "sparse" else float(dense) / _MAX_REWARD
+        reward = shaped_or_sparse_reward(self.cfg.reward, info["success"], info["progress"])
         terminated = info["success"] and self.cfg.terminate_on_success
         truncated = self._steps >= self.max_episode_steps and not terminated
         return self._observation(state), reward, terminated, truncated, info

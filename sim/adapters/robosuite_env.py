@@ -2,7 +2,8 @@
 
 robosuite renders with OpenGL's bottom-up row order; frames are flipped so row 0 is the top. Shadows
 are switched off unless asked for. ``progress`` is robosuite's own staged dense reward (normalised to
-[0, 1] by ``reward_scale=1``); ``success`` is the task's ``_check_success``.
+[0, 1] by ``reward_scale=1``); ``success`` is the task's ``_check_success``. Rewards follow
+``sim.rewards.shaped_or_sparse_reward`` like every sim env.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from gymnasium import spaces
 from robot.contract import STATE_KEY, pixel_key
 from sim.config import SimConfig
 from sim.errors import SimError
+from sim.rewards import shaped_or_sparse_reward
 
 TASK_DESCRIPTIONS: dict[str, str] = {
     "Lift": "Pick up the red cube and lift it off the table.",
@@ -127,7 +129,7 @@ class RobosuiteEnv(gymnasium.Env):
         raw, shaped, _, _ = self._env.step(np.clip(array, self._low, self._high))
         self._steps += 1
         info = self._status(float(shaped))
-        reward = float(info["success"]) if self.cfg.reward == "sparse" else float(shaped)
+        reward = shaped_or_sparse_reward(self.cfg.reward, info["success"], info["progress"])
         terminated = info["success"] and self.cfg.terminate_on_success
         truncated = self._steps >= self.max_episode_steps and not terminated
         return self._observation(raw), reward, terminated, truncated, info

@@ -12,6 +12,7 @@ from gymnasium import spaces
 from robot.contract import JOINT_KEYS, JOINT_NAMES, STATE_KEY, pixel_key
 from sim.config import SimConfig
 from sim.errors import SimError
+from sim.rewards import shaped_or_sparse_reward
 from sim.so101.arm import CAMERAS, SO101Sim, joint_limits
 from sim.so101.kinematics import inverse_kinematics, solve_ik
 from sim.so101.tasks import TASKS, Task
@@ -148,10 +149,7 @@ class SO101Env(gymnasium.Env):
         self.sim.step(self.n_substeps)
         self._steps += 1
         status = self.task.evaluate(self.sim)
-        if self.cfg.reward == "sparse":
-            reward = float(status.success)
-        else:
-            reward = 1.0 if status.success else status.progress - 1.0
+        reward = shaped_or_sparse_reward(self.cfg.reward, status.success, status.progress)
         terminated = status.success and self.cfg.terminate_on_success
         truncated = self._steps >= self.max_episode_steps and not terminated
         info = {"success": status.success, "progress": status.progress}

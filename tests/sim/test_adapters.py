@@ -56,6 +56,11 @@ def test_other_robosuite_tasks_keep_the_contract(task: str) -> None:
     env = make_env(SimConfig(suite="robosuite", task=task, cameras=(), reward="shaped"))
     spec = check_env(env, n_steps=2)
     assert spec.action_shape == (7,) and spec.state_dim > 0
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(np.zeros(7, dtype=np.float32))
+    assert not info["success"] and reward == pytest.approx(
+        info["progress"] - 1.0
+    )  # shaped: negative until success
     env.close()
 
 
