@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -112,6 +113,21 @@ class ScoringLink:
                 score_p90=float(np.percentile(recent, 90)),
             )
         return stats
+
+    def state_dict(self) -> dict[str, Any]:
+        """Scores received so far (for statistics and aux-reward recomputation); clips still queued are
+        not included (a resumed run does not rescore them)."""
+        with self._lock:
+            return {
+                "scores": list(self._scores),
+                "episode_scores": {e: dict(s) for e, s in self._episode_scores.items()},
+            }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore ``state_dict()``."""
+        with self._lock:
+            self._scores = list(state["scores"])
+            self._episode_scores = {int(e): dict(s) for e, s in state["episode_scores"].items()}
 
     def close(self, drain_timeout_s: float = 30.0) -> None:
         """Let the worker finish what is queued (up to the timeout), then stop it and close the scorer."""

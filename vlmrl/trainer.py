@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -188,7 +189,7 @@ class Trainer:
             else min(cfg.total_steps, state.step + cfg.stop_after_steps)
         )
         interrupted = False
-        self._snapshot = self._state_dict()
+        self._take_snapshot()
         with (
             TrainProgress(cfg.total_steps, state.step, enabled=cfg.progress) as progress,
             self._writer() as writer,
@@ -257,12 +258,14 @@ class Trainer:
             )
             self._evaluate(writer)
         progress.update(state.step, self._progress_fields(stats))
-        self._snapshot = self._state_dict()
         if state.step >= state.next_checkpoint_step:
             state.next_checkpoint_step += cfg.checkpoint_every_steps * (
                 1 + (state.step - state.next_checkpoint_step) // cfg.checkpoint_every_steps
             )
+            self._take_snapshot()
             save_checkpoint(self.run_dir, self._snapshot, self.buffer)
+        else:
+            self._take_snapshot()
 
     def _evaluate(self, writer: Any, record_episodes: int = 0) -> EvalResult:
         keys = self.policy_keys
@@ -286,6 +289,10 @@ class Trainer:
         return {"success": success, "backlog": backlog}
 
     # ------------------------------------------------------------------------------- checkpoints
+    def _take_snapshot(self) -> None:
+        """Remember the state at this episode boundary: what Ctrl-C saves (a deep copy, ~ms)."""
+        self._snapshot = self._state_dict()
+
     def _state_dict(self) -> dict[str, Any]:
         return {
             "config": self.cfg,
@@ -298,6 +305,7 @@ class Trainer:
                 train_log=list(self.state.train_log),
             ),
             "num_episodes_committed": self.buffer.num_episodes,
+            "scoring": self.link.state_dict() if self.link is not None else None,
         }
 
     def _load(self, checkpoint: dict[str, Any]) -> None:
@@ -308,6 +316,8 @@ class Trainer:
                 f"was taken at {checkpoint['num_episodes_committed']}; the store changed after the checkpoint"
             )
         self.buffer.load_state_dict(checkpoint["buffer"])
+        if self.link is not None and checkpoint.get("scoring") is not None:
+            self.link.load_state_dict(checkpoint["scoring"])
         self.state = dataclasses.replace(checkpoint["loop"])
         self.rng.bit_generator.state = self.state.rng_state
 
@@ -326,6 +336,7 @@ class Trainer:
             final = self._evaluate(writer, record_episodes=self.cfg.video_episodes)
             self.state.evals.pop()  # the report shows it; the history keeps the scheduled evaluations
         if not interrupted:
+            self._take_snapshot()
             outputs["checkpoint"] = save_checkpoint(self.run_dir, self._snapshot, self.buffer)
         outputs["policy"] = export_policy(self.agent, self.run_dir / "policy.pt")
         if self.cfg.export_onnx:
@@ -354,6 +365,5 @@ class Trainer:
 
 def default_run_dir(cfg: TrainConfig) -> Path:
     """runs/train-<task>-<UTC time>."""
-    import time
 
     return Path("runs") / f"train-{cfg.sim.task}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"

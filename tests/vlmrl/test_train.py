@@ -45,7 +45,7 @@ def tiny(run_dir: Path, **overrides) -> TrainConfig:
 def with_camera(run_dir: Path, **overrides) -> TrainConfig:
     """Front camera at 32 px, VLM x TD replay and a shaping aux reward, scored synchronously (exact)."""
     base = tiny(run_dir)
-    return dataclasses.replace(
+    cfg = dataclasses.replace(
         base,
         sim=dataclasses.replace(base.sim, cameras=("front",), image_size=32),
         buffer=dataclasses.replace(base.buffer, clip_length=4, clip_stride=2),
@@ -54,8 +54,8 @@ def with_camera(run_dir: Path, **overrides) -> TrainConfig:
         aux_reward=AuxRewardConfig(kind="shaping"),
         worker=WorkerConfig(batch_size=4, batch_wait_s=0.0),
         sync_scoring=True,
-        **overrides,
     )
+    return dataclasses.replace(cfg, **overrides)
 
 
 def final_state(run_dir: Path) -> dict:
