@@ -8,6 +8,7 @@ file renamed over the old one (a crash leaves the old chunk or the new one, neve
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import google_crc32c
@@ -17,7 +18,7 @@ import numpy as np
 def atomic_write(path: Path, data: bytes, fsync: bool = False) -> None:
     """Replace `path` with `data` atomically (temporary file + rename in the same directory)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     with open(tmp, "wb") as f:
         f.write(data)
         if fsync:

@@ -40,7 +40,7 @@ class MemoryStorage:
             for pos, lo, hi in self._ring.segments(start_row, len(values)):
                 self._arrays[name][pos : pos + hi - lo] = values[lo:hi]
         n = len(next(iter(arrays.values())))
-        for name, col in self._columns.items():
+        for name, col in list(self._columns.items()):  # the scorer thread may add one
             for pos, lo, hi in self._ring.segments(start_row, n):
                 col[pos : pos + hi - lo] = column_fill(name)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import threading
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -75,6 +76,7 @@ class ZarrStorage:
         self._ring = RingIndex(capacity)
         self._slots = capacity // 2 + 1
         self._lock_fd: int | None = None
+        self._mirror_lock = threading.Lock()
         # The commit record is read before any array, so every episode it lists is complete in them.
         self._group_meta: dict[str, Any] | None = None
         if root is not None:
@@ -252,10 +254,13 @@ class ZarrStorage:
     def _mirror(self, name: str, ram: np.ndarray, lo: int, hi: int) -> None:
         """Make RAM rows [lo, hi) of a small array durable (own chunk writer when local)."""
         chunk_rows = self._fast_chunks.get(name)
-        if chunk_rows is not None and self.root is not None:
-            write_chunks(self.root, name, ram, lo, hi, chunk_rows, self.fsync)
-        else:
-            self.group[name][lo:hi] = ram[lo:hi]  # type: ignore[index]
+        # Writer and scorer threads can touch the same column chunk: the lock makes the last write
+        # carry the latest RAM contents.
+        with self._mirror_lock:
+            if chunk_rows is not None and self.root is not None:
+                write_chunks(self.root, name, ram, lo, hi, chunk_rows, self.fsync)
+            else:
+                self.group[name][lo:hi] = ram[lo:hi]  # type: ignore[index]
 
     def _enable_fast_chunks(self, name: str) -> None:
         """Use the own chunk writer for `name` if it is local and encoded as [bytes, crc32c]."""
@@ -321,7 +326,7 @@ class ZarrStorage:
                     self._mirror(name, self._small[name], pos, pos + hi - lo)
                 else:  # frames of a store opened through fsspec
                     self.group[name][pos : pos + hi - lo] = values[lo:hi]  # type: ignore[index]
-        for name, col in self._columns.items():
+        for name, col in list(self._columns.items()):  # the scorer thread may add one
             for pos, lo, hi in self._ring.segments(start_row, n):
                 col[pos : pos + hi - lo] = column_fill(name)
                 self._mirror(name, col, pos, pos + hi - lo)
