@@ -262,8 +262,7 @@ class Trainer:
             state.next_checkpoint_step += cfg.checkpoint_every_steps * (
                 1 + (state.step - state.next_checkpoint_step) // cfg.checkpoint_every_steps
             )
-            self._take_snapshot()
-            save_checkpoint(self.run_dir, self._snapshot, self.buffer)
+            save_checkpoint(self.run_dir, self._take_snapshot(), self.buffer)
         else:
             self._take_snapshot()
 
@@ -289,9 +288,10 @@ class Trainer:
         return {"success": success, "backlog": backlog}
 
     # ------------------------------------------------------------------------------- checkpoints
-    def _take_snapshot(self) -> None:
+    def _take_snapshot(self) -> dict[str, Any]:
         """Remember the state at this episode boundary: what Ctrl-C saves (a deep copy, ~ms)."""
         self._snapshot = self._state_dict()
+        return self._snapshot
 
     def _state_dict(self) -> dict[str, Any]:
         return {
@@ -336,8 +336,7 @@ class Trainer:
             final = self._evaluate(writer, record_episodes=self.cfg.video_episodes)
             self.state.evals.pop()  # the report shows it; the history keeps the scheduled evaluations
         if not interrupted:
-            self._take_snapshot()
-            outputs["checkpoint"] = save_checkpoint(self.run_dir, self._snapshot, self.buffer)
+            outputs["checkpoint"] = save_checkpoint(self.run_dir, self._take_snapshot(), self.buffer)
         outputs["policy"] = export_policy(self.agent, self.run_dir / "policy.pt")
         if self.cfg.export_onnx:
             outputs["onnx"] = export_onnx(self.agent, self.run_dir / "policy.onnx")
