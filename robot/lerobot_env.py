@@ -109,6 +109,7 @@ class LeRobotEnv(gym.Env):
         self._stopped: str | None = None
         self._measured: dict[str, float] | None = None
         self._outcome: bool | None = None
+        self._truncate = False
         self._steps = 0
         self._closed = False
 
@@ -148,6 +149,7 @@ class LeRobotEnv(gym.Env):
                 obs = self._act(self.safety.filter(target).command)
         self._steps = 0
         self._outcome = None
+        self._truncate = False
         self.rate.restart()
         self.watchdog.start()
         self.watchdog.arm()
@@ -177,7 +179,7 @@ class LeRobotEnv(gym.Env):
         self._steps += 1
         success, progress = self._task_status()
         terminated = self._outcome is not None or success
-        truncated = not terminated and self._steps >= self.cfg.max_episode_steps
+        truncated = not terminated and (self._truncate or self._steps >= self.cfg.max_episode_steps)
         if terminated or truncated:
             self.watchdog.disarm()
         info = {
@@ -211,6 +213,10 @@ class LeRobotEnv(gym.Env):
     def mark_outcome(self, success: bool) -> None:
         """End the current episode at the next step, as a success or a failure (human keys call this)."""
         self._outcome = bool(success)
+
+    def truncate_now(self) -> None:
+        """End the current episode at the next step as a truncation (an operator reset: not terminal)."""
+        self._truncate = True
 
     def emergency_stop(self, reason: str = "emergency stop") -> None:
         """Stop the robot now (thread-safe); every later step raises `RobotError`."""

@@ -198,6 +198,10 @@ def test_outcome_marks_end_the_episode_and_truncation_counts_steps(bus, tmp_path
     env.reset(seed=0)
     flags = [env.step(hold)[3] for _ in range(3)]
     assert flags == [False, False, True]
+    env.reset(seed=0)
+    env.truncate_now()
+    _, _, terminated, truncated, info = env.step(hold)
+    assert (terminated, truncated, info["success"]) == (False, True, False)
     env.close()
 
 

@@ -253,6 +253,8 @@ def run_episode(env: Any, agent: Any, buffer: Any, keys: Any, teleop: Any, seed:
         for event in keys.poll():
             if event in ("success", "failure"):
                 env.mark_outcome(event == "success")
+            elif event == "rerecord":
+                env.truncate_now()  # "reset now": the data stays, the episode is not terminal
         if keys.intervening:
             targets = teleop.action(env.measured)
             action = np.array([targets[k] for k in env.action_keys], np.float32)
