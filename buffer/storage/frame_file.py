@@ -1,9 +1,8 @@
 """Fast local I/O of one sharded zarr v3 frame array: cached shard indexes, one pread per frame.
 
 zarr-python spends ~1 ms per inner chunk on selection logic, so random 256-frame gathers through it run at
-1.5-2 batches/s (ARCHITECTURE, zarr 3 facts; zarr-python issue #3829). This reader keeps each shard's
-index and file descriptor open and reads one frame's bytes with `os.pread`; the writer rewrites a whole
-shard into a temporary file and renames it over the old one, so a crash leaves either shard intact.
+1.5-2 batches/s (ARCHITECTURE, zarr 3 facts; zarr-python issue #3829). This reader caches each shard's
+index, keeps descriptors open and reads one frame's bytes with `os.preadv` straight into the batch.
 """
 
 from __future__ import annotations
@@ -30,20 +29,33 @@ from buffer.storage.shard_format import (
     shard_key,
 )
 
-_MAX_OPEN_SHARDS = 256
 _ADMIT_EVERY = 8
 
 
-class _OpenShard:
-    """A shard's descriptor and index as plain lists for fast scalar access (fd None: no file yet;
-    offset -1: absent chunk, the uint64 2^64-1 read as int64)."""
+def _max_open_files() -> int:
+    """Descriptors one frame array may keep open: an eighth of the process's soft limit."""
+    import resource
 
-    def __init__(self, fd: int | None, offsets: list[int], lengths: list[int]):
-        self.fd, self.offsets, self.lengths = fd, offsets, lengths
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(32, (soft if soft != resource.RLIM_INFINITY else 65536) // 8)
+
+
+class _Shard:
+    """A shard's index as plain lists for fast scalar access (offset -1: absent chunk, the uint64
+    2^64-1 read as int64), and its descriptor while open (None: closed, or no file yet)."""
+
+    __slots__ = ("exists", "fd", "lengths", "offsets")
+
+    def __init__(self, exists: bool, offsets: list[int], lengths: list[int], fd: int | None):
+        self.exists, self.offsets, self.lengths, self.fd = exists, offsets, lengths, fd
 
 
 class FrameFile:
-    """Reads and writes frames of one sharded array under a local zarr group directory."""
+    """Reads and writes frames of one sharded array under a local zarr group directory.
+
+    Every shard's index stays cached (16 bytes per frame); descriptors are capped (`_max_fds`, oldest
+    closed first) so a store of thousands of shards neither runs out of them nor reopens every read.
+    """
 
     def __init__(
         self,
@@ -61,45 +73,56 @@ class FrameFile:
         self.codec = ChunkCodec(codec, frame_shape)
         self.cache = cache
         self.fsync = fsync
-        self._open: OrderedDict[int, _OpenShard] = OrderedDict()
+        self._shards: dict[int, _Shard] = {}
+        self._open_fds: OrderedDict[int, None] = OrderedDict()  # shards with an open descriptor
+        self._max_fds = _max_open_files()
         self._admit_every = _ADMIT_EVERY
-        self._io_lock = threading.Lock()  # guards _open and the cache; held for a whole batch read
+        self._io_lock = threading.Lock()  # guards the shard tables and the cache; held per batch read
 
     def _path(self, shard: int) -> Path:
         return self.root / shard_key(self.array_path, shard, len(self.frame_shape) + 1)
 
-    def _load_shard(self, shard: int) -> _OpenShard:
+    def _open_fd(self, shard: int) -> int:
+        fd = os.open(self._path(shard), os.O_RDONLY)
+        # Random single-frame reads: read-ahead would fetch megabytes nobody asked for.
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        self._open_fds[shard] = None
+        if len(self._open_fds) > self._max_fds:
+            oldest, _ = self._open_fds.popitem(last=False)
+            entry = self._shards[oldest]
+            if entry.fd is not None:
+                os.close(entry.fd)
+                entry.fd = None
+        return fd
+
+    def _load_shard(self, shard: int) -> _Shard:
         n = self.frames_per_shard
-        try:
-            fd = os.open(self._path(shard), os.O_RDONLY)
-        except FileNotFoundError:
-            return _OpenShard(None, [], [])
+        if not self._path(shard).exists():
+            return _Shard(False, [], [], None)
+        fd = self._open_fd(shard)
         try:
             index = decode_index(os.pread(fd, index_nbytes(n), 0), n)
         except ValueError as exc:
             os.close(fd)
+            del self._open_fds[shard]
             raise BufferError(
                 f"{self.array_path}: shard file {self._path(shard)} is corrupt ({exc})"
             ) from None
-        # Random single-frame reads: read-ahead would fetch megabytes nobody asked for.
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-        return _OpenShard(fd, index[:, 0].astype(np.int64).tolist(), index[:, 1].astype(np.int64).tolist())
+        return _Shard(True, index[:, 0].astype(np.int64).tolist(), index[:, 1].astype(np.int64).tolist(), fd)
 
-    def _shard(self, shard: int) -> _OpenShard:
-        entry = self._open.get(shard)
-        if entry is None:
-            entry = self._open[shard] = self._load_shard(shard)
-            if len(self._open) > _MAX_OPEN_SHARDS:
-                _, old = self._open.popitem(last=False)
-                if old.fd is not None:
-                    os.close(old.fd)
-        return entry
-
-    def _shard_for(self, position: int, describe: Callable[[int], str]) -> _OpenShard:
+    def _shard_for(self, position: int, describe: Callable[[int], str]) -> _Shard:
+        shard = position // self.frames_per_shard
         try:
-            return self._shard(position // self.frames_per_shard)
+            entry = self._shards[shard] = self._load_shard(shard)
         except BufferError as exc:
             raise BufferError(f"{exc}; needed for {describe(position)}") from None
+        return entry
+
+    def _forget(self, shard: int) -> None:
+        entry = self._shards.pop(shard, None)
+        if entry is not None and entry.fd is not None:
+            os.close(entry.fd)
+        self._open_fds.pop(shard, None)
 
     def read(self, positions: np.ndarray, describe: Callable[[int], str]) -> np.ndarray:
         """Frames at ring positions (any shape) -> positions.shape + frame_shape.
@@ -116,19 +139,21 @@ class FrameFile:
         with self._io_lock:
             miss = np.flatnonzero(self.cache.get_into(flat, out))
             for i, p in zip(miss.tolist(), flat[miss].tolist()):
-                shard = self._open.get(p // n) or self._shard_for(p, describe)
+                shard = self._shards.get(p // n) or self._shard_for(p, describe)
                 j = p % n
-                offset = shard.offsets[j] if shard.fd is not None else -1
+                offset = shard.offsets[j] if shard.exists else -1
                 if offset < 0:  # never written: the array's fill value
                     rows[i] = 0
                     continue
-                assert shard.fd is not None
+                fd = shard.fd
+                if fd is None:
+                    fd = shard.fd = self._open_fd(p // n)
                 try:
                     if raw:  # straight into the batch: no intermediate bytes, no copy
-                        got = os.preadv(shard.fd, [rows[i], crc], offset)
+                        got = os.preadv(fd, [rows[i], crc], offset)
                         self.codec.check_raw(rows[i], crc, got)
                     else:
-                        self.codec.decode_into(os.pread(shard.fd, shard.lengths[j], offset), rows[i])
+                        self.codec.decode_into(os.pread(fd, shard.lengths[j], offset), rows[i])
                 except ValueError as exc:
                     raise BufferError(f"{self.array_path}: {describe(p)} is corrupt ({exc})") from None
             # Admit one miss in _ADMIT_EVERY: under near-uniform sampling the hit rate is budget/size
@@ -152,9 +177,7 @@ class FrameFile:
             new = {p - shard * n: self.codec.encode(frames[p - start]) for p in range(lo, hi)}
             self._write_shard(shard, new)
             with self._io_lock:
-                entry = self._open.pop(shard, None)
-                if entry is not None and entry.fd is not None:
-                    os.close(entry.fd)
+                self._forget(shard)
                 self.cache.invalidate(range(lo, hi))
 
     def _write_shard(self, shard: int, new: dict[int, bytes]) -> None:
@@ -198,7 +221,5 @@ class FrameFile:
     def close(self) -> None:
         """Close every open shard."""
         with self._io_lock:
-            for entry in self._open.values():
-                if entry.fd is not None:
-                    os.close(entry.fd)
-            self._open.clear()
+            for shard in list(self._shards):
+                self._forget(shard)

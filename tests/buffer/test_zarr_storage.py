@@ -162,3 +162,17 @@ def test_stale_handle_cannot_become_the_writer(make):
     first.close()
     with pytest.raises(BufferError, match="reopen it before writing"):
         fill_episode(stale, 1, 3)
+
+
+def test_reads_stay_correct_when_descriptors_are_recycled(make):
+    buf = make("zarr", capacity_steps=200, frames_per_shard=4, frame_cache_bytes=0)
+    for e in range(12):
+        fill_episode(buf, e, 9)
+    buf.storage._frames["pixels/front"]._max_fds = 2  # 50 shards through 2 descriptors
+    for _ in range(5):
+        batch = buf.sample(64)
+        for i in range(64):
+            e, t = batch.obs["state"][i, :2].astype(int)
+            np.testing.assert_array_equal(batch.obs["pixels/front"][i], step_obs(e, t)["pixels/front"])
+            np.testing.assert_array_equal(batch.next_obs["pixels/front"][i], step_obs(e, t + 1)["pixels/front"])
+    assert len(buf.storage._frames["pixels/front"]._open_fds) <= 2
