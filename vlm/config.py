@@ -154,8 +154,8 @@ class ServerConfig:
     """Most images in one chat request, or frames in one /v1/score clip."""
     max_clips: int = 64
     """Most clips in one /v1/score request."""
-    max_image_side: int = 1024
-    """Largest image width or height accepted."""
+    max_image_side: int = 2048
+    """Largest image width or height accepted (checked from the image header, before decoding)."""
     max_batch: int = 8
     """Most clips scored in one backend call (concurrent requests are micro-batched)."""
     batch_wait_s: float = 0.005

@@ -79,7 +79,7 @@ BAD_REQUESTS = [
         "chat/completions",
         _chat([{"type": "image_url", "image_url": {"url": "BIG"}}, TEXT]),
         400,
-        "at most 1024 px",
+        "at most 2048 px",
     ),
     (
         "chat/completions",
@@ -123,7 +123,7 @@ BAD_REQUESTS = [
     "path,body,status,reason", BAD_REQUESTS, ids=[f"{s}-{r}" for _, _, s, r in BAD_REQUESTS]
 )
 def test_malformed_requests_get_a_4xx_with_one_line(hf_server, path, body, status, reason):
-    urls = {"OK": _frame_url(), "SMALL": _frame_url(8), "BIG": _frame_url(1100)}
+    urls = {"OK": _frame_url(), "SMALL": _frame_url(8), "BIG": _frame_url(2100)}
 
     def fill(value):
         if isinstance(value, dict):
