@@ -132,6 +132,7 @@ class LeRobotEnv(gym.Env):
             raw = self.robot.get_observation()
         obs = self._convert(raw)
         self.safety.reset(self._measured or {})
+        self.rate.restart()  # time spent between episodes is not an overrun
         home = {k: v for k, v in self.cfg.home.items() if k in self.action_keys}
         if home:
             target = dict(self.safety.last_command or {}) | home
@@ -151,8 +152,7 @@ class LeRobotEnv(gym.Env):
         self._outcome = None
         self._truncate = False
         self.rate.restart()
-        self.watchdog.start()
-        self.watchdog.arm()
+        self.watchdog.start()  # armed by the first step: the caller may take its time before it
         success, progress = self._task_status()
         return obs, {"success": success, "progress": progress}
 
@@ -175,6 +175,9 @@ class LeRobotEnv(gym.Env):
             self.safety.filter(arr)  # logs the rejection; the command stays the last safe one
             raise ActionError(f"action has NaN or inf: {arr.tolist()}; holding the last safe command")
         safe = self.safety.filter(arr)
+        if not self.watchdog.armed:
+            self.watchdog.arm()
+            self.rate.restart()
         obs = self._act(safe.command)
         self._steps += 1
         success, progress = self._task_status()

@@ -79,6 +79,11 @@ class Watchdog:
             self._last_observation = self._last_tick = t
             self._armed = True
 
+    @property
+    def armed(self) -> bool:
+        """True while guarding."""
+        return self._armed
+
     def disarm(self) -> None:
         """Stop guarding (between episodes, when the loop is legitimately idle)."""
         with self._lock:
