@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.config import SACConfig
+from agents.config import PixelEncoderConfig, SACConfig
 from agents.export import load_policy
 from buffer.config import BufferConfig
 from sim.config import SimConfig
@@ -43,12 +43,13 @@ def tiny(run_dir: Path, **overrides) -> TrainConfig:
 
 
 def with_camera(run_dir: Path, **overrides) -> TrainConfig:
-    """Front camera at 32 px, VLM x TD replay and a shaping aux reward, scored synchronously (exact)."""
+    """Front camera at 32 px into a zarr buffer, VLM x TD replay and a shaping aux reward, scored
+    synchronously (so the run is exactly reproducible)."""
     base = tiny(run_dir)
     cfg = dataclasses.replace(
         base,
         sim=dataclasses.replace(base.sim, cameras=("front",), image_size=32),
-        buffer=dataclasses.replace(base.buffer, clip_length=4, clip_stride=2),
+        buffer=dataclasses.replace(base.buffer, storage="zarr", clip_length=4, clip_stride=2),
         replay="vlm_td",
         aux_reward_weight=0.5,
         aux_reward=AuxRewardConfig(kind="shaping"),
@@ -111,7 +112,11 @@ def test_ctrl_c_keeps_the_last_finished_episode_and_resume_repeats_the_rest(tmp_
 
 def test_run_directory_holds_report_curves_video_config_and_a_matching_policy(tmp_path) -> None:
     run = tmp_path / "run"
+    small_pixels = PixelEncoderConfig(channels=8, num_layers=2, feature_dim=16)
     cfg = with_camera(run, total_steps=150, video_episodes=1, sync_scoring=False, export_onnx=True)
+    cfg = dataclasses.replace(
+        cfg, policy_obs="pixels", agent=dataclasses.replace(cfg.agent, pixel=small_pixels)
+    )
     assert main(cfg) == 0
     for name in ("report.md", "curves.png", "eval.mp4", "policy.pt", "policy.onnx", "config.json"):
         assert (run / name).stat().st_size > 0, name
@@ -121,12 +126,15 @@ def test_run_directory_holds_report_curves_video_config_and_a_matching_policy(tm
     config = json.loads((run / "config.json").read_text())
     assert config["replay"] == "vlm_td" and config["scorer"]["kind"] == "oracle"
     assert list((run / "tb").glob("events.out.tfevents.*"))
-    # The exported policy acts like the checkpointed agent.
+    # The exported policy (state + pixels, DrQ encoder) acts like the checkpointed agent.
     trainer = Trainer.resume(run)
     policy = load_policy(run / "policy.pt")
     obs, _ = trainer.eval_env.reset(seed=123)
-    state_obs = {"state": obs["state"]}
-    np.testing.assert_allclose(policy(state_obs), trainer.agent.act(state_obs, deterministic=True), atol=1e-5)
+    policy_obs = {k: obs[k] for k in ("state", "pixels/front")}
+    assert set(policy.obs_spec) == set(policy_obs)
+    np.testing.assert_allclose(
+        policy(policy_obs), trainer.agent.act(policy_obs, deterministic=True), atol=1e-5
+    )
     trainer.link.close()
     # The buffer holds the scorer's clip scores and aux rewards.
     columns = trainer.buffer.storage.columns()
