@@ -29,7 +29,10 @@ class SimConfig:
     delta: 6 values in [-1, 1], joint target changes scaled by ``max_delta_deg`` / ``max_delta_gripper``.
     ee_delta: 5 values in [-1, 1]: tool-centre-point moves (x, y, z; ``max_delta_m``, solved by the arm's
     closed-form IK with the gripper pointing as steeply down as reachable), wrist-roll and gripper changes.
-    ee_delta learns fastest with SAC (a reach policy needs no Jacobian)."""
+    Measured on `reach` with reward="shaped" (SB3 SAC, 128x128 MLPs, batch 128, initial entropy
+    temperature 0.05, 30 eval episodes): absolute 87% success after 2k steps and 97% after 4k (fastest
+    start); delta 53% at 4k, 100% at 6k; ee_delta 80% at 4k, 100% at 6k. With an initial temperature
+    of 1.0 no mode passed 25% within 8k steps: per-step shaped rewards are small, keep it <= 0.1."""
     control_hz: float = 20.0
     """Control (env step) rate. so101 and robosuite; Meta-World has a fixed rate (80 Hz)."""
     max_episode_steps: int | None = None
