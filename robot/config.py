@@ -87,6 +87,12 @@ class LeRobotEnvConfig:
     """Steps before an episode is truncated."""
     image_size: int | None = 128
     """Square size camera frames are resized to (None: keep the camera's own size)."""
+    camera_crop: Literal["center_square", "none"] = "center_square"
+    """Before resizing: crop the centre square (keeps the aspect ratio, as the square sim camera) or not."""
+    camera_calibration: dict[str, str] = field(default_factory=dict)
+    """Camera name -> calibration camera id: frames are undistorted with that intrinsics file first."""
+    calibration_dir: str | None = None
+    """Directory of the calibration files (None: the calibration package's default)."""
     task_description: str = "pick up the cube"
     """Sentence describing the task, for VLM prompts."""
     home: dict[str, float] = field(default_factory=lambda: dict(SO101_HOME))

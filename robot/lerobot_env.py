@@ -26,6 +26,7 @@ from gymnasium import spaces
 from robot.config import LeRobotEnvConfig
 from robot.errors import ActionError, RobotError
 from robot.estop import EmergencyStop
+from robot.frames import FrameProcessor
 from robot.rate import RateKeeper
 from robot.safety import ForwardKinematics, SafetyLayer
 from robot.watchdog import Watchdog
@@ -75,12 +76,29 @@ class LeRobotEnv(gym.Env):
         if not self.action_keys:
             raise RobotError(f"robot {robot} has no float action features: {robot.action_features}")
         self.cameras: dict[str, tuple[int, int]] = {}
+        self._frames: dict[str, FrameProcessor] = {}
         for key, feature in robot.observation_features.items():
             if isinstance(feature, tuple):
                 if len(feature) != 3 or feature[2] != 3:
                     raise RobotError(f"robot camera {key!r} has shape {feature}; expected (H, W, 3)")
                 size = (cfg.image_size, cfg.image_size) if cfg.image_size else (feature[0], feature[1])
                 self.cameras[key] = size
+                if key in cfg.camera_calibration:
+                    self._frames[key] = FrameProcessor.from_calibration(
+                        key,
+                        cfg.camera_calibration[key],
+                        feature[:2],
+                        cfg.image_size,
+                        cfg.camera_crop,
+                        cfg.calibration_dir,
+                    )
+                else:
+                    self._frames[key] = FrameProcessor(key, cfg.image_size, cfg.camera_crop)
+        unknown = sorted(set(cfg.camera_calibration) - set(self.cameras))
+        if unknown:
+            raise RobotError(
+                f"camera_calibration names cameras {unknown} the robot does not have ({sorted(self.cameras)})"
+            )
         missing = [k for k in self.action_keys if k not in robot.observation_features]
         if missing:
             raise RobotError(f"robot {robot} does not observe its action keys {missing}")
@@ -290,8 +308,8 @@ class LeRobotEnv(gym.Env):
             "state": np.array([joints[k] for k in self.action_keys], dtype=np.float32),
         }
         obs |= {k: np.array([v], dtype=np.float32) for k, v in joints.items()}
-        for cam, (h, w) in self.cameras.items():
-            obs[f"pixels/{cam}"] = _to_frame(raw.get(cam), cam, h, w)
+        for cam in self.cameras:
+            obs[f"pixels/{cam}"] = self._frames[cam](raw.get(cam))
         return obs
 
     def _raise_if_stopped(self) -> None:
@@ -323,18 +341,3 @@ class LeRobotEnv(gym.Env):
     def _send_hold(self) -> None:
         assert self._measured is not None
         self.robot.send_action(dict(self._measured))
-
-
-def _to_frame(image: Any, cam: str, h: int, w: int) -> np.ndarray:
-    if image is None:
-        raise RobotError(f"robot observation lacks camera {cam!r}")
-    frame = np.asarray(image)
-    if frame.ndim != 3 or frame.shape[2] != 3:
-        raise RobotError(f"camera {cam!r} gave a frame of shape {frame.shape}; expected (H, W, 3)")
-    if frame.dtype != np.uint8:
-        frame = np.clip(frame, 0, 255).astype(np.uint8)
-    if frame.shape[:2] != (h, w):
-        import cv2
-
-        frame = cv2.resize(frame, (w, h), interpolation=cv2.INTER_AREA)
-    return np.ascontiguousarray(frame)
