@@ -133,8 +133,11 @@ class LeaderArm:
         "koch_leader": "lerobot.teleoperators.koch_leader",
     }
 
-    def __init__(self, type: str, port: str | None, id: str | None = None) -> None:
+    def __init__(
+        self, type: str, port: str | None, id: str | None = None, calibration_dir: str | None = None
+    ) -> None:
         import importlib
+        from pathlib import Path
 
         from lerobot.teleoperators import TeleoperatorConfig, make_teleoperator_from_config
 
@@ -143,7 +146,8 @@ class LeaderArm:
         if port is None:
             raise RobotError(f"leader type {type} needs --leader-port (e.g. /dev/ttyACM1)")
         importlib.import_module(self.MODULES[type])
-        config = TeleoperatorConfig.get_choice_class(type)(port=port, id=id)
+        directory = Path(calibration_dir) if calibration_dir else None
+        config = TeleoperatorConfig.get_choice_class(type)(port=port, id=id, calibration_dir=directory)
         self.device = make_teleoperator_from_config(config)
         self.device.connect()
 
