@@ -1,0 +1,65 @@
+"""The experiment analysis maths and the generated README section."""
+
+import importlib.util
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+analysis = load("replay_analysis")
+
+
+def run(mode, noise, seed, successes, steps=(1000, 2000, 3000, 4000)):
+    evals = [{"step": float(s), "success_rate": v} for s, v in zip(steps, successes)]
+    return {
+        "task": "lift", "mode": mode, "noise": noise, "aux_weight": 0.0, "seed": seed,
+        "name": f"{mode}-{noise}-{seed}", "evals": evals, "final_success": successes[-1],
+    }  # fmt: skip
+
+
+def test_steps_to_reach_interpolates_and_reports_never():
+    steps = np.array([1000.0, 2000.0, 3000.0])
+    assert analysis.steps_to_reach(steps, np.array([0.0, 0.2, 0.6]), 0.4) == pytest.approx(2500.0)
+    assert analysis.steps_to_reach(steps, np.array([0.5, 0.6, 0.7]), 0.4) == 1000.0
+    assert math.isnan(analysis.steps_to_reach(steps, np.array([0.0, 0.1, 0.2]), 0.4))
+
+
+def test_analysis_compares_each_setting_with_uniform():
+    rows = [
+        run("uniform", 0.0, 0, [0.0, 0.2, 0.4, 0.5]),
+        run("uniform", 0.0, 1, [0.0, 0.2, 0.4, 0.5]),
+        run("vlm", 0.2, 0, [0.2, 0.5, 0.7, 0.8]),
+        run("vlm", 0.2, 1, [0.2, 0.5, 0.5, 0.6]),
+    ]
+    summary = analysis.analyse(rows)["lift"]
+    vlm = summary["settings"]["vlm noise=0.2"]
+    assert summary["uniform_final_success"] == pytest.approx(0.5)
+    assert vlm["final_success_mean"] == pytest.approx(0.7)
+    assert vlm["success_gain_vs_uniform"] == pytest.approx(0.4)
+    assert vlm["steps_to_uniform_final"] == pytest.approx(2000.0)  # the vlm mean curve hits 0.5 at 2000
+    assert vlm["step_saving_vs_uniform"] == pytest.approx(0.5)  # uniform needs 4000
+    assert vlm["curve"]["ci95"][2] > 0  # seeds disagree at 3000 steps: a band, not a line
+    table = analysis.markdown(analysis.analyse(rows))
+    assert "| vlm noise=0.2 | 2 | 4,000 | 70% ± 10% | +40% | 2,000 | +50% |" in table
+
+
+def test_readme_results_section_is_generated_from_the_committed_files():
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "readme_results.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
