@@ -146,6 +146,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=None, help="seconds per throughput figure")
     parser.add_argument("--codec", default="none", choices=["none", "zstd", "blosc-lz4"])
     parser.add_argument(
+        "--read-threads", type=int, default=BufferConfig().read_threads, help="zarr read threads"
+    )
+    parser.add_argument(
         "--dir", type=Path, default=None, help="where the zarr store goes (default: a temp dir)"
     )
     args = parser.parse_args()
@@ -162,7 +165,11 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="vlmrl-bench-", dir=args.dir))
     try:
         zarr_cfg = BufferConfig(
-            storage="zarr", frame_cache_bytes=cache_bytes, frame_codec=args.codec, **common
+            storage="zarr",
+            frame_cache_bytes=cache_bytes,
+            frame_codec=args.codec,
+            read_threads=args.read_threads,
+            **common,
         )
         zbuf = make_buffer(zarr_cfg, OBS_SPEC, ACTION_DIM, info_keys=(), path=str(workdir / "store.zarr"))
         insert = fill(zbuf, maker, episodes, "fill zarr")

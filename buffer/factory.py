@@ -118,6 +118,7 @@ def make_storage(
             frame_codec=cfg.frame_codec,
             frame_cache_bytes=cfg.frame_cache_bytes,
             fsync=cfg.fsync,
+            read_threads=cfg.read_threads,
         )
     raise BufferError(f"unknown storage {cfg.storage!r} (choose from ['memory', 'zarr'])")
 

@@ -11,6 +11,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +67,7 @@ class FrameFile:
         codec: FrameCodec,
         cache: FrameCache,
         fsync: bool = False,
+        read_threads: int = 0,
     ):
         self.root, self.array_path = root, array_path
         self.frame_shape = frame_shape
@@ -78,6 +80,9 @@ class FrameFile:
         self._max_fds = _max_open_files()
         self._admit_every = _ADMIT_EVERY
         self._io_lock = threading.Lock()  # guards the shard tables and the cache; held per batch read
+        self._pool = (
+            ThreadPoolExecutor(read_threads, thread_name_prefix="frame-read") if read_threads > 1 else None
+        )
 
     def _path(self, shard: int) -> Path:
         return self.root / shard_key(self.array_path, shard, len(self.frame_shape) + 1)
@@ -87,13 +92,16 @@ class FrameFile:
         # Random single-frame reads: read-ahead would fetch megabytes nobody asked for.
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
         self._open_fds[shard] = None
-        if len(self._open_fds) > self._max_fds:
+        return fd
+
+    def _trim_fds(self) -> None:
+        """Close the oldest descriptors beyond the cap (after a batch, whose reads may still use them)."""
+        while len(self._open_fds) > self._max_fds:
             oldest, _ = self._open_fds.popitem(last=False)
-            entry = self._shards[oldest]
-            if entry.fd is not None:
+            entry = self._shards.get(oldest)
+            if entry is not None and entry.fd is not None:
                 os.close(entry.fd)
                 entry.fd = None
-        return fd
 
     def _load_shard(self, shard: int) -> _Shard:
         n = self.frames_per_shard
@@ -134,10 +142,9 @@ class FrameFile:
         out = np.empty((len(flat), *self.frame_shape), np.uint8)
         rows = out.reshape(len(flat), -1)
         n = self.frames_per_shard
-        raw = self.codec.is_raw
-        crc = bytearray(4)
         with self._io_lock:
             miss = np.flatnonzero(self.cache.get_into(flat, out))
+            jobs: list[tuple[int, int, int, int, int]] = []  # (row in batch, position, fd, offset, nbytes)
             for i, p in zip(miss.tolist(), flat[miss].tolist()):
                 shard = self._shards.get(p // n) or self._shard_for(p, describe)
                 j = p % n
@@ -148,19 +155,33 @@ class FrameFile:
                 fd = shard.fd
                 if fd is None:
                     fd = shard.fd = self._open_fd(p // n)
-                try:
-                    if raw:  # straight into the batch: no intermediate bytes, no copy
-                        got = os.preadv(fd, [rows[i], crc], offset)
-                        self.codec.check_raw(rows[i], crc, got)
-                    else:
-                        self.codec.decode_into(os.pread(fd, shard.lengths[j], offset), rows[i])
-                except ValueError as exc:
-                    raise BufferError(f"{self.array_path}: {describe(p)} is corrupt ({exc})") from None
+                jobs.append((i, p, fd, offset, shard.lengths[j]))
+            threads = self._pool._max_workers if self._pool is not None else 1
+            if threads > 1 and len(jobs) >= 4 * threads:
+                # Cold pages: several reads in flight let the disk work on them in parallel.
+                parts = [jobs[k::threads] for k in range(threads)]
+                list(self._pool.map(lambda part: self._read_jobs(part, rows, describe), parts))  # type: ignore[union-attr]
+            else:
+                self._read_jobs(jobs, rows, describe)
+            self._trim_fds()
             # Admit one miss in _ADMIT_EVERY: under near-uniform sampling the hit rate is budget/size
             # whichever frames are cached, so copying every miss into the cache only costs time.
             admit = miss[:: self._admit_every]
             self.cache.put(flat[admit], out[admit])
         return out.reshape(*np.shape(positions), *self.frame_shape)
+
+    def _read_jobs(self, jobs: list[tuple[int, int, int, int, int]], rows: np.ndarray, describe) -> None:
+        raw = self.codec.is_raw
+        crc = bytearray(4)
+        for i, p, fd, offset, nbytes in jobs:
+            try:
+                if raw:  # straight into the batch: no intermediate bytes, no copy
+                    got = os.preadv(fd, [rows[i], crc], offset)
+                    self.codec.check_raw(rows[i], crc, got)
+                else:
+                    self.codec.decode_into(os.pread(fd, nbytes, offset), rows[i])
+            except ValueError as exc:
+                raise BufferError(f"{self.array_path}: {describe(p)} is corrupt ({exc})") from None
 
     def write(self, start: int, frames: np.ndarray) -> None:
         """Write frames at ring positions [start, start + len(frames)).
@@ -223,3 +244,6 @@ class FrameFile:
         with self._io_lock:
             for shard in list(self._shards):
                 self._forget(shard)
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None

@@ -67,6 +67,7 @@ class ZarrStorage:
         frame_codec: FrameCodec,
         frame_cache_bytes: int,
         fsync: bool,
+        read_threads: int = 0,
     ):
         self.group, self.root = group, root
         self.specs = dict(specs)
@@ -92,7 +93,7 @@ class ZarrStorage:
             if spec.is_frame and root is not None:
                 cache = FrameCache(frame_cache_bytes // max(1, len(frame_specs)), spec.shape)
                 self._frames[spec.name] = FrameFile(
-                    root, spec.name, spec.shape, frames_per_shard, frame_codec, cache, fsync
+                    root, spec.name, spec.shape, frames_per_shard, frame_codec, cache, fsync, read_threads
                 )
             elif not spec.is_frame:
                 self._small[spec.name] = self._load(spec.name)
@@ -117,6 +118,7 @@ class ZarrStorage:
         frame_codec: FrameCodec = "none",
         frame_cache_bytes: int = 256 * 2**20,
         fsync: bool = False,
+        read_threads: int = 0,
     ) -> ZarrStorage:
         """Reopen the buffer store at `path` (capacity and layout from the store) or create it.
 
@@ -160,6 +162,7 @@ class ZarrStorage:
             meta["frame_codec"],
             frame_cache_bytes,
             fsync,
+            read_threads,
         )
 
     @staticmethod

@@ -164,8 +164,9 @@ def test_stale_handle_cannot_become_the_writer(make):
         fill_episode(stale, 1, 3)
 
 
-def test_reads_stay_correct_when_descriptors_are_recycled(make):
-    buf = make("zarr", capacity_steps=200, frames_per_shard=4, frame_cache_bytes=0)
+@pytest.mark.parametrize("read_threads", [0, 3])
+def test_reads_stay_correct_when_descriptors_are_recycled(make, read_threads):
+    buf = make("zarr", capacity_steps=200, frames_per_shard=4, frame_cache_bytes=0, read_threads=read_threads)
     for e in range(12):
         fill_episode(buf, e, 9)
     buf.storage._frames["pixels/front"]._max_fds = 2  # 50 shards through 2 descriptors
