@@ -200,17 +200,33 @@ def _check_step(result: Any, spec: EnvSpec, where: str) -> tuple[dict[str, np.nd
         if not isinstance(flag, bool | np.bool_):
             raise _fail(f"{where} {name} must be a bool, got {type(flag)}")
     _check_info(info, where)
-    return obs, bool(terminated or truncated)
+    # Rewards and task status are part of what must repeat for the same seed and actions.
+    record = dict(obs)
+    record["<reward>"] = np.array(float(reward))
+    record["<success>"] = np.array(bool(info["success"]))
+    record["<progress>"] = np.array(float(info["progress"]))
+    return record, bool(terminated or truncated)
+
+
+def _check_bounds(env: Any, obs: dict[str, np.ndarray], where: str) -> None:
+    for key, space in env.observation_space.spaces.items():
+        if key.startswith(PIXELS_PREFIX):
+            continue
+        value = obs[key]
+        if np.any(value < space.low) or np.any(value > space.high):
+            raise _fail(f"{where} observation {key!r} = {value.tolist()} is outside its space's bounds")
 
 
 def _rollout(env: Any, spec: EnvSpec, seed: int, actions: list[np.ndarray]) -> list[dict[str, np.ndarray]]:
     obs, info = env.reset(seed=seed)
     _check_obs(obs, spec, "reset()")
+    _check_bounds(env, obs, "reset()")
     _check_info(info, "reset()")
     trajectory = [obs]
     for i, action in enumerate(actions):
-        obs, done = _check_step(env.step(action), spec, f"step() #{i}")
-        trajectory.append(obs)
+        record, done = _check_step(env.step(action), spec, f"step() #{i}")
+        _check_bounds(env, record, f"step() #{i}")
+        trajectory.append(record)
         if done:
             break
     return trajectory
@@ -247,9 +263,10 @@ def check_env(env: Any, n_steps: int = 20, seed: int = 0, check_determinism: boo
     """Check that ``env`` keeps the Env contract; raise ``RobotError`` naming the first violation.
 
     Checks the spaces (dict observation with float32 ``state``, uint8 HxWx3 ``pixels/<cam>``, float32[1]
-    joint keys, bounded 1-D float32 Box actions), that reset/step return what the spaces say, ``info``
-    with ``success: bool`` and ``progress in [0, 1]``, determinism (same seed and actions -> identical
-    observations, pixels included), and that NaN or wrongly shaped actions are refused with an error.
+    joint keys, bounded 1-D float32 Box actions), that reset/step return what the spaces say (values
+    within the non-pixel spaces' bounds), ``info`` with ``success: bool`` and ``progress in [0, 1]``,
+    determinism (same seed and actions -> identical observations, pixels included, rewards and task
+    status), and that NaN or wrongly shaped actions are refused with an error.
 
     Args:
         env: the environment (gymnasium.Env or anything with the same methods).

@@ -105,6 +105,19 @@ class AcceptsNaN(ToyEnv):
         return self._obs(), 0.0, False, False, info
 
 
+class RewardNotDeterministic(ToyEnv):
+    def step(self, action: np.ndarray):
+        obs, _, terminated, truncated, info = super().step(action)
+        return obs, float(np.random.uniform()), terminated, truncated, info
+
+
+class JointOutOfBounds(ToyEnv):
+    def _obs(self) -> dict[str, np.ndarray]:
+        obs = super()._obs()
+        obs[JOINT_KEYS[0]] = np.array([500.0], dtype=np.float32)
+        return obs
+
+
 class NoDescription(ToyEnv):
     task_description = ""
 
@@ -123,6 +136,8 @@ class UnboundedActions(ToyEnv):
         (ProgressOutOfRange, "progress'] must be a float in [0, 1]"),
         (WrongPixelShape, "'pixels/front' is uint8[16, 16, 2]"),
         (NotDeterministic, "not deterministic"),
+        (RewardNotDeterministic, "different '<reward>'"),
+        (JointOutOfBounds, "outside its space's bounds"),
         (AcceptsNaN, "accepted a NaN action"),
         (NoDescription, "task_description"),
         (UnboundedActions, "bounds must be finite"),
