@@ -144,7 +144,9 @@ def main() -> None:
         "--cache-mb", type=float, default=None, help="zarr frame cache (default/max: 10%% of raw)"
     )
     parser.add_argument("--seconds", type=float, default=None, help="seconds per throughput figure")
-    parser.add_argument("--codec", default="none", choices=["none", "zstd", "blosc-lz4"])
+    parser.add_argument(
+        "--codec", default="none", choices=["none", "zstd", "blosc-lz4", "blosc-zstd-bitshuffle"]
+    )
     parser.add_argument(
         "--read-threads", type=int, default=BufferConfig().read_threads, help="zarr read threads"
     )

@@ -18,7 +18,7 @@ import numcodecs
 import numpy as np
 
 ABSENT = np.uint64(2**64 - 1)
-FrameCodec = Literal["none", "zstd", "blosc-lz4"]
+FrameCodec = Literal["none", "zstd", "blosc-lz4", "blosc-zstd-bitshuffle"]
 
 
 MAX_FRAMES_PER_SHARD = 255
@@ -35,6 +35,8 @@ def sharding_codec(codec: FrameCodec, frame_shape: tuple[int, ...]) -> Any:
         chain.append(ZstdCodec(level=3))
     elif codec == "blosc-lz4":
         chain.append(BloscCodec(cname="lz4", clevel=5, shuffle="noshuffle", typesize=1))
+    elif codec == "blosc-zstd-bitshuffle":
+        chain.append(BloscCodec(cname="zstd", clevel=3, shuffle="bitshuffle", typesize=1))
     chain.append(Crc32cCodec())
     return ShardingCodec(
         chunk_shape=(1, *frame_shape),
@@ -55,6 +57,8 @@ class ChunkCodec:
             self._compressor = numcodecs.Zstd(level=3)
         elif codec == "blosc-lz4":
             self._compressor = numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.NOSHUFFLE)
+        elif codec == "blosc-zstd-bitshuffle":
+            self._compressor = numcodecs.Blosc(cname="zstd", clevel=3, shuffle=numcodecs.Blosc.BITSHUFFLE)
 
     @property
     def is_raw(self) -> bool:

@@ -23,7 +23,7 @@ def expected_rows(buf):
     return out
 
 
-@pytest.mark.parametrize("codec", ["none", "zstd", "blosc-lz4"])
+@pytest.mark.parametrize("codec", ["none", "zstd", "blosc-lz4", "blosc-zstd-bitshuffle"])
 def test_store_is_plain_zarr_v3(make, tmp_path, codec):
     buf = make("zarr", capacity_steps=90, frames_per_shard=16, frame_codec=codec)
     for e in range(14):  # 14 x 10 rows into 90: wraps the ring and evicts
@@ -175,5 +175,7 @@ def test_reads_stay_correct_when_descriptors_are_recycled(make, read_threads):
         for i in range(64):
             e, t = batch.obs["state"][i, :2].astype(int)
             np.testing.assert_array_equal(batch.obs["pixels/front"][i], step_obs(e, t)["pixels/front"])
-            np.testing.assert_array_equal(batch.next_obs["pixels/front"][i], step_obs(e, t + 1)["pixels/front"])
+            np.testing.assert_array_equal(
+                batch.next_obs["pixels/front"][i], step_obs(e, t + 1)["pixels/front"]
+            )
     assert len(buf.storage._frames["pixels/front"]._open_fds) <= 2
