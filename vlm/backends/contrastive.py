@@ -48,7 +48,7 @@ class CLIPScorer:
             try:
                 processor = AutoProcessor.from_pretrained(cfg.model)
                 model = AutoModel.from_pretrained(cfg.model, dtype=self.dtype)
-            except (OSError, ValueError, KeyError) as exc:
+            except (OSError, ValueError, KeyError, ImportError) as exc:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 raise VLMError(f"cannot load {cfg.model!r} as a CLIP/SigLIP model ({first})") from None
             model = model.to(self.device).eval()
