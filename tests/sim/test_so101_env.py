@@ -157,3 +157,27 @@ def test_truncation_after_max_episode_steps() -> None:
     flags = [env.step(np.zeros(6, dtype=np.float32))[3] for _ in range(4)]
     assert flags == [False, False, False, True]
     env.close()
+
+
+def test_only_requested_cameras_are_rendered() -> None:
+    env = make_env(SimConfig(task="lift", cameras=()))
+    env.reset(seed=0)
+    env.step(env.action_space.sample())
+    assert env.unwrapped.sim._renderers == {}  # state-only: no OpenGL context at all
+    env.close()
+    env = make_env(SimConfig(task="lift", cameras=("wrist",), image_size=32))
+    obs, _ = env.reset(seed=0)
+    assert [key for key in obs if key.startswith("pixels/")] == ["pixels/wrist"]
+    assert list(env.unwrapped.sim._renderers) == [32]  # one renderer, reused for every step
+    env.close()
+
+
+def test_shadows_are_off_by_default_and_can_be_turned_on() -> None:
+    import mujoco
+
+    for shadows in (False, True):
+        env = make_env(SimConfig(task="reach", cameras=("front",), image_size=32, shadows=shadows))
+        env.reset(seed=0)
+        renderer = env.unwrapped.sim._renderers[32]._renderer
+        assert renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] == int(shadows)
+        env.close()
