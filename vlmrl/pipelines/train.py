@@ -39,8 +39,8 @@ class TrainConfig:
         default_factory=lambda: SimConfig(task="lift", reward="sparse", action_mode="delta", image_size=64)
     )
     """The simulated env (training and evaluation use separate instances and seeds)."""
-    agent: SACConfig = field(default_factory=SACConfig)
-    """SAC hyper-parameters."""
+    agent: SACConfig = field(default_factory=lambda: SACConfig(hidden_dims=(128, 128), init_alpha=0.1))
+    """SAC hyper-parameters (128x128 suits the 23-d state and keeps the demo within ~10 CPU minutes)."""
     buffer: Annotated[BufferConfig, tyro.conf.AvoidSubcommands] = field(
         default_factory=lambda: BufferConfig(capacity_steps=40_000)
     )
@@ -51,9 +51,9 @@ class TrainConfig:
     """Clip scorer; oracle (privileged sim progress) needs no model. Unreachable VLMs fail at start."""
     prompt: str = ""
     """Question asked about each clip; empty: the task's goal prompt (vlm.prompts.task_prompt)."""
-    aux_reward_weight: float = 0.0
+    aux_reward_weight: float = 1.0
     """Weight of the VLM auxiliary reward added to sampled rewards (0: scores steer replay only)."""
-    aux_reward: AuxRewardConfig = field(default_factory=lambda: AuxRewardConfig(kind="scaled"))
+    aux_reward: AuxRewardConfig = field(default_factory=lambda: AuxRewardConfig(kind="shaping"))
     """How clip scores become per-step auxiliary rewards (its weight multiplies aux_reward_weight)."""
     worker: WorkerConfig = field(default_factory=WorkerConfig)
     """The asynchronous scoring worker."""
@@ -65,7 +65,7 @@ class TrainConfig:
     """Environment steps of the whole run (the last episode is finished, so it may run a little over)."""
     learning_starts: int = 1_000
     """Uniform-random actions for this many steps before the policy acts and updates start."""
-    batch_size: int = 256
+    batch_size: int = 128
     """Transitions per gradient update."""
     eval_every_steps: int = 5_000
     """Evaluate after the episode in which the step count crosses a multiple of this."""
@@ -110,6 +110,13 @@ def main(cfg: TrainConfig) -> int:
         trainer.cfg = dataclasses.replace(
             trainer.cfg, progress=cfg.progress, stop_after_steps=cfg.stop_after_steps
         )
+    if cfg.demo:
+        print(
+            "vlmrl train --demo: SO-101 twin lift, oracle scorer (privileged sim progress, not a VLM), ~10 min"
+        )
+    print(
+        f"vlmrl train: run directory {trainer.run_dir} (live curves: tensorboard --logdir {trainer.run_dir / 'tb'})"
+    )
     started = time.monotonic()
     outputs = trainer.run()
     print(f"vlmrl train: {trainer.summary_line()} in {time.monotonic() - started:.0f} s")
