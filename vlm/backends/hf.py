@@ -31,7 +31,9 @@ def load_hf_model(cfg: HFConfig, device: str, dtype: Any) -> tuple[Any, Any]:
     try:
         processor = AutoProcessor.from_pretrained(cfg.model, **kwargs)
         model = AutoModelForImageTextToText.from_pretrained(cfg.model, dtype=dtype, **kwargs)
-    except (OSError, ValueError, KeyError, ImportError) as exc:
+    except ImportError as exc:
+        raise VLMError(f"loading {cfg.model!r} needs a package that is not installed: {exc}") from None
+    except (OSError, ValueError, KeyError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise VLMError(
             f"cannot load {cfg.model!r} as an image-text-to-text model ({first}); pass a VLM such as "
