@@ -7,6 +7,7 @@ transport), which the env turns into the shaped reward and which the oracle scor
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -198,7 +199,8 @@ class PlaceTask:
     def reset(self, sim: SO101Sim, rng: np.random.Generator) -> None:
         _park(sim, "target", "zone")
         side = 1.0 if rng.uniform() < 0.5 else -1.0
-        _place_cube(sim, rng, (0.15, 0.22), sorted((side * 0.02, side * 0.08)))  # type: ignore[arg-type]
+        cube_y = (0.02, 0.08) if side > 0 else (-0.08, -0.02)
+        _place_cube(sim, rng, (0.15, 0.22), cube_y)
         self._bin = np.array([rng.uniform(0.15, 0.21), -side * rng.uniform(0.09, 0.12), 0.0])
         sim.set_marker("bin", self._bin)
 
@@ -221,5 +223,10 @@ class PlaceTask:
         return TaskStatus(False, min(progress, 0.99))
 
 
-TASKS: dict[str, type] = {"reach": ReachTask, "lift": LiftTask, "push": PushTask, "place": PlaceTask}
+TASKS: dict[str, Callable[[], Task]] = {
+    "reach": ReachTask,
+    "lift": LiftTask,
+    "push": PushTask,
+    "place": PlaceTask,
+}
 """SO-101 task name -> task class (explicit factory, no registration by import)."""
