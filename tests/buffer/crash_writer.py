@@ -1,7 +1,7 @@
 """Writer process for the crash test: appends deterministic episodes to a zarr buffer until killed.
 
 Usage: python crash_writer.py STORE_PATH. Prints "ready" once the store is open, then "committed E"
-after each episode E. Episode E's content is a pure function of E (see `episode_arrays`).
+after each episode E, then scores E's clips. Episode E's content and scores are pure functions of E.
 """
 
 from __future__ import annotations
@@ -18,6 +18,11 @@ CONFIG = BufferConfig(storage="zarr", capacity_steps=160, frames_per_shard=16, f
 
 def episode_length(e: int) -> int:
     return 4 + (e * 7) % 11
+
+
+def episode_score(e: int) -> float:
+    """The score the writer gives every clip of episode e."""
+    return (e % 10) / 10
 
 
 def episode_arrays(e: int) -> dict[str, np.ndarray]:
@@ -44,6 +49,8 @@ def main(path: str) -> None:
             nxt = {"state": a["state"][i + 1], "pixels/front": a["pixels/front"][i + 1]}
             buf.add_step(obs, a["action"][i], a["reward"][i], i == t - 1, False, {}, nxt)
         print("committed", e, flush=True)
+        clips = buf.new_clips()
+        buf.set_scores([c.clip_id for c in clips], [episode_score(c.episode) for c in clips], "oracle")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
-from crash_writer import CONFIG, OBS_SPEC, episode_arrays
+from crash_writer import CONFIG, OBS_SPEC, episode_arrays, episode_score
 
 from buffer import make_buffer
 
@@ -36,6 +36,9 @@ def check_store(path: str) -> tuple[int, int]:
         for name, values in want.items():
             np.testing.assert_array_equal(buf.storage.read(name, rows), values, err_msg=f"episode {e} {name}")
         np.testing.assert_array_equal(plain_pixels[rows % buf.storage.capacity], want["pixels/front"])
+        if "scores/oracle" in buf.storage.columns():  # each row: scored with E's score, or not yet
+            scores = buf.storage.read("scores/oracle", rows[:-1])
+            assert np.all(np.isnan(scores) | (scores == np.float32(episode_score(e)))), f"episode {e} scores"
     if table.count:
         batch = buf.sample(32)
         assert np.isfinite(batch.reward).all()
