@@ -86,6 +86,10 @@ class ZarrStorage:
         else:
             record = dict(group.attrs["commit"])  # type: ignore[arg-type]
         self._last_record = record
+        self._ends = self._load("episode_ends")
+        first, num = int(record["first_episode"]), int(record["num_episodes"])
+        slots = (np.arange(first, num) % self._slots).astype(np.int64)
+        self._ring.restore(first, int(record["first_row"]), self._ends[slots])
         self._small: dict[str, np.ndarray] = {}
         self._frames: dict[str, FrameFile] = {}
         frame_specs = [s for s in self.specs.values() if s.is_frame]
@@ -98,11 +102,10 @@ class ZarrStorage:
             elif not spec.is_frame:
                 self._small[spec.name] = self._load(spec.name)
         self._columns = {name: self._load(name) for name in self._column_names()}
-        self._ends = self._load("episode_ends")
         self._fast_chunks: dict[str, int] = {}
         for name in [*self._small, *self._columns, "episode_ends"]:
             self._enable_fast_chunks(name)
-        self._load_commit(record)
+        self._discard_inflight(record)
 
     # ---- opening -------------------------------------------------------------------------------
 
@@ -209,12 +212,31 @@ class ZarrStorage:
         }
 
     def _load(self, name: str) -> np.ndarray:
+        array: Any = self.group[name]
         try:
-            return np.asarray(self.group[name][:])  # type: ignore[index]
-        except Exception as exc:
-            raise BufferError(
-                f"{self.location}: array {name!r} cannot be read ({type(exc).__name__}: {exc})"
-            ) from None
+            return np.asarray(array[:])
+        except Exception:
+            pass
+        rows = int(array.chunks[0])  # find the bad chunk, to name what it holds
+        for lo in range(0, int(array.shape[0]), rows):
+            try:
+                array[lo : lo + rows]
+            except Exception as exc:
+                raise BufferError(
+                    f"{self.location}: array {name!r} is corrupt at ring rows {lo}..{lo + rows - 1}"
+                    f"{self._episodes_at(lo, lo + rows)} ({type(exc).__name__}: {exc})"
+                ) from None
+        raise BufferError(f"{self.location}: array {name!r} cannot be read")
+
+    def _episodes_at(self, lo: int, hi: int) -> str:
+        """', episodes a..b' for the live episodes with rows at ring positions [lo, hi), if any."""
+        t = self._ring.table
+        hit = [
+            e
+            for e in range(t.first, t.first + t.count)
+            if any(lo <= r % self.capacity < hi for r in range(*t.bounds(e)))
+        ]
+        return f" (episodes {hit[0]}..{hit[-1]})" if hit else ""
 
     def _column_names(self) -> list[str]:
         names = []
@@ -223,11 +245,8 @@ class ZarrStorage:
                 names += [f"{prefix}/{k}" for k in self.group[prefix]]  # type: ignore[union-attr]
         return names
 
-    def _load_commit(self, record: dict[str, Any]) -> None:
-        first, num = int(record["first_episode"]), int(record["num_episodes"])
-        slots = (np.arange(first, num) % self._slots).astype(np.int64)
-        ends = self._ends[slots] if num > first else np.zeros(0, np.int64)
-        self._ring.restore(first, int(record["first_row"]), ends)
+    def _discard_inflight(self, record: dict[str, Any]) -> None:
+        num = int(record["num_episodes"])
         if record.get("inflight") and self._acquire_writer_lock():  # else: a live writer's, not partial
             start, rows = record["inflight"]
             warnings.warn(

@@ -179,3 +179,16 @@ def test_reads_stay_correct_when_descriptors_are_recycled(make, read_threads):
                 batch.next_obs["pixels/front"][i], step_obs(e, t + 1)["pixels/front"]
             )
     assert len(buf.storage._frames["pixels/front"]._open_fds) <= 2
+
+
+def test_corrupt_small_array_chunk_names_array_and_episodes(make, tmp_path):
+    buf = make("zarr", capacity_steps=100)
+    for e in range(3):
+        fill_episode(buf, e, 5)
+    buf.close()
+    chunk = tmp_path / "store.zarr" / "action" / "c" / "0" / "0"
+    data = bytearray(chunk.read_bytes())
+    data[10] ^= 0xFF
+    chunk.write_bytes(bytes(data))
+    with pytest.raises(BufferError, match=r"array 'action' is corrupt at ring rows 0..99 \(episodes 0..2\)"):
+        make("zarr", capacity_steps=100)
