@@ -11,8 +11,8 @@ import numpy as np
 
 from sim.so101 import geometry as g
 
-FRONT_CAMERA_POS = (0.50, 0.0, 0.34)
-FRONT_CAMERA_LOOKAT = (0.10, 0.0, 0.10)
+FRONT_CAMERA_POS = (0.48, 0.0, 0.36)
+FRONT_CAMERA_LOOKAT = (0.15, 0.0, 0.05)
 PARKED_POS = (0.0, 0.0, -0.5)
 """Where objects a task does not use are parked: under the table, hidden by it from every camera (the
 parked cube has its contacts off and gravity compensated, so it stays put)."""
@@ -67,7 +67,7 @@ def build_scene_xml(max_image_size: int = 640) -> str:
   <worldbody>
     <light name="sun" pos="0.2 0.3 1.2" dir="-0.1 -0.2 -1" directional="true" diffuse="0.6 0.6 0.6"/>
     <geom name="table" type="plane" size="0.7 0.7 0.01" rgba="0.62 0.52 0.40 1"/>
-    <camera name="front" pos="{" ".join(map(str, FRONT_CAMERA_POS))}" fovy="50"
+    <camera name="front" pos="{" ".join(map(str, FRONT_CAMERA_POS))}" fovy="42"
             xyaxes="{_xyaxes(FRONT_CAMERA_POS, FRONT_CAMERA_LOOKAT)}"/>
     <body name="base">
       <geom class="arm" type="cylinder" size="0.045 0.02" pos="0 0 0.02" rgba="0.15 0.15 0.15 1"/>
