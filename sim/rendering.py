@@ -77,6 +77,17 @@ _LIVE: weakref.WeakSet[FrameRenderer] = weakref.WeakSet()
 _HOOKED = False
 
 
+def preload_triton() -> None:
+    """Import triton (if installed) before the first GL context exists.
+
+    Measured here (Mesa llvmpipe, torch 2.14 CUDA build): importing triton after an EGL/OSMesa context was
+    created crashes the process (SIGSEGV), and transformers models and ``torch.compile`` import it
+    through ``torch._dynamo``; imported first, both work. Costs ~0.6 s once per process.
+    """
+    with contextlib.suppress(ImportError):
+        import triton  # noqa: F401
+
+
 def _close_live_renderers() -> None:
     # OpenGL contexts freed during interpreter teardown raise noisy EGL errors; free them first.
     for renderer in list(_LIVE):
@@ -113,6 +124,7 @@ class FrameRenderer:
     def __init__(self, model: Any, image_size: int, shadows: bool = False) -> None:
         import mujoco
 
+        preload_triton()
         self._mujoco = mujoco
         try:
             self._renderer = mujoco.Renderer(model, image_size, image_size)

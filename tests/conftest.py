@@ -1,5 +1,6 @@
 """Suite-wide settings: headless rendering and one torch thread per process (2-core machines)."""
 
+import contextlib
 import os
 
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -7,9 +8,10 @@ os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-try:
+with contextlib.suppress(ImportError):  # before any GL context: see sim.rendering.preload_triton
+    import triton  # noqa: F401
+
+with contextlib.suppress(ImportError):
     import torch
 
     torch.set_num_threads(1)
-except ImportError:  # pragma: no cover - torch is a core dependency
-    pass
