@@ -42,7 +42,7 @@ class TrainConfig:
     agent: SACConfig = field(default_factory=lambda: SACConfig(hidden_dims=(128, 128), init_alpha=0.1))
     """SAC hyper-parameters (128x128 suits the 23-d state and keeps the demo within ~10 CPU minutes)."""
     buffer: Annotated[BufferConfig, tyro.conf.AvoidSubcommands] = field(
-        default_factory=lambda: BufferConfig(capacity_steps=40_000)
+        default_factory=lambda: BufferConfig(capacity_steps=40_000, storage="zarr", frame_codec="blosc-lz4")
     )
     """Replay storage; ``replay`` picks the sampler (a sampler config of that kind keeps its settings)."""
     replay: ReplayMode = "vlm"
