@@ -55,6 +55,9 @@ class SafetyConfig:
     """(lower, upper) command limit per action key, in the robot's units (LeRobot: degrees, gripper 0..100)."""
     max_step: dict[str, float] = field(default_factory=lambda: dict(SO101_MAX_STEP))
     """Largest change of each joint's command from one control step to the next, in the joint's units."""
+    max_lead_steps: float = 4.0
+    """A command may lead the measured position by at most this many max steps (a blocked or lagging
+    joint is not wound up)."""
     workspace_min_m: tuple[float, float, float] = (-0.45, -0.45, 0.005)
     """Lower corner of the allowed end-effector box (x, y, z in metres, robot base frame)."""
     workspace_max_m: tuple[float, float, float] = (0.45, 0.45, 0.5)

@@ -158,14 +158,14 @@ class LeRobotEnv(gym.Env):
             for _ in range(limit):
                 if self._commanded(target):
                     break
-                obs = self._act(self.safety.filter(target).command)
+                obs = self._act(self.safety.filter(target, measured=self._measured).command)
             else:
                 raise RobotError(
                     f"reset: the safety layer did not let the arm reach the home pose {home} in {limit} "
                     "steps (home outside the joint limits or the workspace?)"
                 )
             for _ in range(self.cfg.reset_settle_steps):
-                obs = self._act(self.safety.filter(target).command)
+                obs = self._act(self.safety.filter(target, measured=self._measured).command)
         self._steps = 0
         self._outcome = None
         self._truncate = False
@@ -192,7 +192,7 @@ class LeRobotEnv(gym.Env):
         if not np.all(np.isfinite(arr)):
             self.safety.filter(arr)  # logs the rejection; the command stays the last safe one
             raise ActionError(f"action has NaN or inf: {arr.tolist()}; holding the last safe command")
-        safe = self.safety.filter(arr)
+        safe = self.safety.filter(arr, measured=self._measured)
         if not self.watchdog.armed:
             self.watchdog.arm()
             self.rate.restart()

@@ -7,6 +7,8 @@ Guarantees, for any proposed action (random, NaN, inf, 1e30...):
   (a robot that starts outside its limits is walked back in at ``max_step``, never jumped);
 * with a forward-kinematics function, the end effector never moves further outside the workspace box
   than it already is (so it never leaves a box it starts in): a move that would is shortened by bisection;
+* given the measured joints, a command leads them by at most ``max_lead_steps`` max steps (a blocked
+  joint is not wound up), approached at ``max_step`` like every other change;
 * a non-finite proposal (or a failing FK) holds the previous command.
 
 Every clip is logged (logger ``robot.safety`` and, when given, a JSON-lines file).
@@ -108,8 +110,14 @@ class SafetyLayer:
             raise RobotError(f"measured joint positions are not finite: {self._to_dict(q)}")
         self._last = q
 
-    def filter(self, proposed: Mapping[str, float] | np.ndarray) -> SafeCommand:
+    def filter(
+        self, proposed: Mapping[str, float] | np.ndarray, measured: Mapping[str, float] | None = None
+    ) -> SafeCommand:
         """Return the command to send for a proposal (dict by action key, or an array in key order).
+
+        With ``measured`` (the joints read this step), a command may lead the measured position by at
+        most ``max_lead_steps`` max steps, so a blocked or lagging joint is not wound up against what
+        stops it (LeRobot's ``max_relative_target`` idea, applied before the per-step limit).
 
         Raises:
             RobotError: before `reset`, or a proposal with missing keys or the wrong length.
@@ -124,10 +132,19 @@ class SafetyLayer:
             q = np.full(len(self.keys), np.nan)
         if not np.all(np.isfinite(q)):
             return self._hold(last, "non_finite", proposed)
-        target = np.clip(q, self._lo, self._hi)
         reasons = []
-        if np.any(np.abs(target - q) > self.cfg.clip_tolerance):
+        target = q
+        if measured is not None:
+            m = self._to_array(measured, what="measured joint positions")
+            if np.all(np.isfinite(m)):
+                lead = self.cfg.max_lead_steps * self._step
+                target = np.clip(q, m - lead, m + lead)
+                if np.any(np.abs(target - q) > self.cfg.clip_tolerance):
+                    reasons.append("max_lead")
+        limited = np.clip(target, self._lo, self._hi)
+        if np.any(np.abs(limited - target) > self.cfg.clip_tolerance):
             reasons.append("joint_limit")
+        target = limited
         command = np.clip(target, last - self._step, last + self._step)
         if np.any(np.abs(command - target) > self.cfg.clip_tolerance):
             reasons.append("max_step")

@@ -154,3 +154,27 @@ def test_bad_config_and_bad_calls_raise_robot_error():
         layer.filter({"gripper.pos": 1.0})
     with pytest.raises(RobotError, match="has 3 values"):
         layer.filter(np.zeros(3))
+
+
+@settings(max_examples=80, deadline=None)
+@given(actions, st.lists(st.floats(min_value=-30, max_value=30), min_size=6, max_size=6))
+def test_limits_hold_while_the_arm_lags_behind(seq, lag):
+    layer = _layer()
+    prev = np.array([HOME[k] for k in KEYS])
+    for proposal in seq:
+        measured = dict(zip(KEYS, prev + np.array(lag)))  # the arm is somewhere near the last command
+        out = layer.filter(np.array(proposal), measured=measured)
+        cmd = np.array([out.command[k] for k in KEYS])
+        assert np.all(cmd >= LO) and np.all(cmd <= HI)
+        assert np.all(np.abs(cmd - prev) <= STEP + 1e-9)
+        prev = cmd
+
+
+def test_a_blocked_joint_is_not_wound_up():
+    layer = SafetyLayer(SafetyConfig(max_lead_steps=2.0), KEYS)
+    layer.reset(HOME)
+    blocked = dict(HOME)  # the arm never moves
+    for _ in range(10):
+        out = layer.filter(dict(HOME) | {"shoulder_pan.pos": 90.0}, measured=blocked)
+    assert out.command["shoulder_pan.pos"] == pytest.approx(16.0)  # 2 max steps ahead, not 90
+    assert "max_lead" in out.clipped
