@@ -115,6 +115,7 @@ class KeyboardJog:
             self._target = {k: float(measured[k]) for k in self.keys}
 
     def close(self) -> None:
+        """Stop listening to the keyboard."""
         if self._listener is not None:
             self._listener.stop()
             self._listener = None
@@ -152,9 +153,11 @@ class LeaderArm:
         self.device.connect()
 
     def action(self, measured: Mapping[str, float]) -> dict[str, float]:
+        """The leader's joint positions as targets for the follower (LeRobot units)."""
         return {k: float(v) for k, v in self.device.get_action().items()}
 
     def close(self) -> None:
+        """Disconnect the leader arm."""
         if self.device.is_connected:
             self.device.disconnect()
 
@@ -187,6 +190,7 @@ class OperatorKeys:
         return events
 
     def close(self) -> None:
+        """Stop listening to the keyboard."""
         if self._listener is not None:
             self._listener.stop()
             self._listener = None

@@ -76,18 +76,22 @@ class SimSO101(Robot):
 
     @property
     def observation_features(self) -> dict[str, Any]:
+        """Joint keys (float) and each camera's (H, W, 3), as SO101Follower."""
         size = self.config.image_size
         return {**self.action_features, **{cam: (size, size, 3) for cam in self.config.camera_names}}
 
     @property
     def action_features(self) -> dict[str, Any]:
+        """``<motor>.pos`` (float) for the six motors, as SO101Follower."""
         return {f"{motor}.pos": float for motor in JOINT_NAMES}
 
     @property
     def is_connected(self) -> bool:
+        """True between ``connect`` and ``disconnect``."""
         return self.sim is not None
 
     def connect(self, calibrate: bool = True) -> None:
+        """Load the MuJoCo model and place the scene (unseeded); ``calibrate`` is ignored."""
         if self.sim is not None:
             raise SimError(f"{self} is already connected")
         self.sim = SO101Sim(max_image_size=self.config.image_size)
@@ -96,6 +100,7 @@ class SimSO101(Robot):
 
     @property
     def is_calibrated(self) -> bool:
+        """Always True."""
         return True
 
     def calibrate(self) -> None:
@@ -105,6 +110,7 @@ class SimSO101(Robot):
         """Nothing to configure: the twin's servos are set up by the MJCF."""
 
     def get_observation(self) -> dict[str, Any]:
+        """Measured joints (LeRobot units) and a rendered frame per camera, row 0 at the top."""
         sim = self._connected()
         obs: dict[str, Any] = {f"{name}.pos": value for name, value in sim.joint_positions().items()}
         for camera in self.config.camera_names:
@@ -130,6 +136,7 @@ class SimSO101(Robot):
         return {f"{name}.pos": value for name, value in sent.items()}
 
     def disconnect(self) -> None:
+        """Free the renderers and the model."""
         sim = self._connected()
         sim.close()
         self.sim = None

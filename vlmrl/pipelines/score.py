@@ -119,6 +119,7 @@ class EpisodeSource:
         self._rows: list[dict[str, Any]] = []
 
     def episodes(self) -> list[int]:
+        """Live episode ids, oldest first."""
         table = self.buffer.storage.episodes()
         return list(range(table.first, table.first + table.count))
 
@@ -164,6 +165,7 @@ class EpisodeSource:
         tmp.replace(out / f"{scorer.scorer_id}.parquet")
 
     def close(self) -> None:
+        """Close the buffer (the zarr store stays as written)."""
         self.buffer.close()
 
 
