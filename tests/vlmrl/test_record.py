@@ -96,3 +96,23 @@ def test_keyboard_jogging_drives_the_twin_and_records_what_was_sent(tmp_path, mo
 def test_bad_sources_are_refused(tmp_path):
     with pytest.raises(ConfigError, match="needs --policy"):
         record.main(config(tmp_path, source="policy"))
+
+
+def test_a_policy_can_drive_the_recording(tmp_path):
+    from agents.config import SACConfig
+    from agents.export import export_policy
+    from agents.sac import SAC
+    from sim import SimConfig, make_env
+
+    env = make_env(SimConfig(task="lift", cameras=()))
+    spec = {"pixels/front": ((32, 32, 3), np.dtype(np.uint8))} | {
+        k: ((1,), np.dtype(np.float32)) for k in SO101_JOINT_KEYS
+    }
+    policy = export_policy(SAC(SACConfig(hidden_dims=(16, 16)), spec, env.action_space), tmp_path / "p.pt")
+    env.close()
+    cfg = config(tmp_path, source="policy", policy=policy, episodes=1, export_lerobot=False)
+    assert record.main(cfg) == 0
+    meta = zarr.open_group(str(tmp_path / "rec" / "episodes.zarr"), mode="r").attrs.asdict()
+    assert meta["vlmrl_buffer"]["env"]["action_dim"] == 6
+    assert meta["vlmrl_record"]["robot_type"] == "sim_so101"
+    assert meta["commit"]["num_episodes"] == 1
