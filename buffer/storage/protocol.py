@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -70,5 +70,3 @@ def check_column_name(name: str) -> None:
     if prefix not in ("scores", "aux_reward") or not scorer_id or "/" in scorer_id:
         raise BufferError(f"column {name!r}: expected 'scores/<scorer_id>' or 'aux_reward/<scorer_id>'")
 
-
-StateDict = dict[str, Any]
