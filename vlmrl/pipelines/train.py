@@ -51,7 +51,7 @@ class TrainConfig:
     """Clip scorer; oracle (privileged sim progress) needs no model. Unreachable VLMs fail at start."""
     prompt: str = ""
     """Question asked about each clip; empty: the task's goal prompt (vlm.prompts.task_prompt)."""
-    aux_reward_weight: float = 1.0
+    aux_reward_weight: float = 0.0
     """Weight of the VLM auxiliary reward added to sampled rewards (0: scores steer replay only)."""
     aux_reward: AuxRewardConfig = field(default_factory=lambda: AuxRewardConfig(kind="shaping"))
     """How clip scores become per-step auxiliary rewards (its weight multiplies aux_reward_weight)."""
