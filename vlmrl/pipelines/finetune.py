@@ -71,6 +71,11 @@ class Config(RobotEnvConfig):
     """Leader arm port for ``--teleop leader``."""
     wait_for_scores_s: float = 0.0
     """After each episode, wait up to this long for its clips to be scored (0: fully asynchronous)."""
+    torch_threads: int = 1
+    """Torch threads for acting and updates (more threads than free cores make the control loop late)."""
+    resume: bool = False
+    """Continue the fine-tuning run in out_dir (agent, sampler and episode count from its checkpoint.pt;
+    the buffer store is reopened) instead of starting from the sim run's agent."""
 
 
 def load_sim_run(run_dir: Path) -> dict[str, Any]:
@@ -156,18 +161,20 @@ def main(cfg: Config) -> int:
 
     if cfg.episodes < 1:
         raise ConfigError(f"--episodes {cfg.episodes}: expected at least 1")
+    torch.set_num_threads(cfg.torch_threads)
     state = load_sim_run(cfg.from_run)
     train = state["config"]
     obs_spec = policy_obs_spec(state)
     sim_env = make_env(dataclasses.replace(train.sim, cameras=()))
     action_space: Any = sim_env.action_space  # the units the agent was trained in; the safety layer clips
     sim_env.close()
+    resumed = load_finetune_checkpoint(cfg)
     write_config(cfg, cfg.out_dir)
     env = make_robot_env(cfg, cfg.out_dir)
     with interrupt_on_signals(), env:
         check_policy_fits(obs_spec, env, f"the policy of {cfg.from_run}")
         agent = SAC(train.agent, obs_spec, action_space)
-        agent.load_state_dict(state["agent"])
+        agent.load_state_dict(resumed["agent"] if resumed else state["agent"])
         spec = env_spec(env)
         camera = f"pixels/{spec.cameras[0]}" if spec.cameras else ""
         scorer = make_scorer(train.scorer)
@@ -192,6 +199,16 @@ def main(cfg: Config) -> int:
         buffer = open_episode_store(
             store, buffer_cfg, spec.obs_spec(), spec.action_shape[0], INFO_KEYS, record_attrs
         )
+        first = 0
+        if resumed:
+            if buffer.num_episodes != resumed["num_episodes"]:
+                buffer.close()
+                raise ConfigError(
+                    f"--resume: {store} holds {buffer.num_episodes} episodes but checkpoint.pt was taken at "
+                    f"{resumed['num_episodes']}; the store changed after the checkpoint"
+                )
+            buffer.load_state_dict(resumed["buffer"])
+            first = int(resumed["episode"]) + 1
         prompt = train.prompt or make_prompt(spec.task_description)
         sink = ScoreSink(
             buffer,
@@ -213,7 +230,7 @@ def main(cfg: Config) -> int:
         batch_size = cfg.batch_size or train.batch_size
         metrics_path = cfg.out_dir / "metrics.jsonl"
         try:
-            for episode in range(cfg.episodes):
+            for episode in range(first, first + cfg.episodes):
                 stats = run_episode(env, agent, buffer, keys, teleop, seed=cfg.seed + episode)
                 worker.submit(ClipRequest.from_ref(ref) for ref in buffer.new_clips())
                 if cfg.wait_for_scores_s > 0:
@@ -225,9 +242,14 @@ def main(cfg: Config) -> int:
                 stats |= {"episode": episode, "scored": sink.scored, "transitions": buffer.num_transitions}
                 with metrics_path.open("a") as f:
                     f.write(json.dumps(stats, default=float) + "\n")
-                torch.save(
-                    {"agent": agent.state_dict(), "buffer": buffer.state_dict(), "episode": episode},
-                    cfg.out_dir / "checkpoint.pt",
+                save_finetune_checkpoint(
+                    cfg.out_dir,
+                    {
+                        "agent": agent.state_dict(),
+                        "buffer": buffer.state_dict(),
+                        "episode": episode,
+                        "num_episodes": buffer.num_episodes,
+                    },
                 )
                 print(
                     f"finetune: episode {episode}: return {stats['return']:.2f} success {stats['success']} steps {stats['steps']}"
@@ -242,6 +264,36 @@ def main(cfg: Config) -> int:
         export_policy(agent, cfg.out_dir / "policy.pt")
     print(f"finetune: {cfg.episodes} episode(s) -> {cfg.out_dir / 'policy.pt'}")
     return 0
+
+
+def load_finetune_checkpoint(cfg: Config) -> dict[str, Any] | None:
+    """The checkpoint to resume from (None for a new run); refuses to mix a new run into an old one."""
+    import torch
+
+    path = cfg.out_dir / "checkpoint.pt"
+    if not cfg.resume:
+        if path.exists():
+            raise ConfigError(
+                f"--out-dir {cfg.out_dir} holds a fine-tuning run; continue it with --resume or choose another"
+            )
+        return None
+    if not path.is_file():
+        raise ConfigError(f"--resume: no checkpoint at {path}")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=False)  # our own file
+    except Exception as exc:
+        raise ConfigError(f"--resume: cannot read {path}: {exc}") from None
+
+
+def save_finetune_checkpoint(out_dir: Path, state: dict[str, Any]) -> None:
+    """Write checkpoint.pt atomically (a crash while saving keeps the previous one)."""
+    import os
+
+    import torch
+
+    tmp = out_dir / "checkpoint.pt.tmp"
+    torch.save(state, tmp)
+    os.replace(tmp, out_dir / "checkpoint.pt")
 
 
 def run_episode(env: Any, agent: Any, buffer: Any, keys: Any, teleop: Any, seed: int) -> dict[str, Any]:
