@@ -90,6 +90,8 @@ def check_config(cfg: TrainConfig) -> None:
         )
     if cfg.policy_obs == "pixels" and not cfg.sim.cameras:
         raise ConfigError("policy_obs 'pixels' needs at least one camera in --sim.cameras")
+    if cfg.policy_obs == "pixels" and cfg.buffer.frame_stack != 1:
+        raise ConfigError("policy_obs 'pixels' supports --buffer.frame-stack 1 only (the policy sees one frame)")
 
 
 class Trainer:
