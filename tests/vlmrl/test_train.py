@@ -14,6 +14,7 @@ from agents.config import PixelEncoderConfig, SACConfig
 from agents.export import load_policy
 from buffer.config import BufferConfig
 from sim.config import SimConfig
+from vlm.aux_reward import aux_rewards
 from vlm.config import AuxRewardConfig, WorkerConfig
 from vlmrl import cli
 from vlmrl.checkpoint import load_checkpoint
@@ -139,7 +140,27 @@ def test_run_directory_holds_report_curves_video_config_and_a_matching_policy(tm
     # The buffer holds the scorer's clip scores and aux rewards.
     columns = trainer.buffer.storage.columns()
     assert any(c.startswith("scores/oracle") for c in columns)
-    assert any(c.startswith("aux_reward/oracle") for c in columns)
+    score_column = next(c for c in columns if c.startswith("scores/"))
+    aux_column = "aux_reward/" + score_column.split("/", 1)[1]
+    assert aux_column in columns
+    # Each episode's stored aux rewards are vlm.aux_reward's shaping of its clip scores.
+    buffer, buffer_cfg = trainer.buffer, trainer.buffer_cfg
+    span = buffer_cfg.clip_length * buffer_cfg.clip_stride
+    for episode in range(buffer.num_episodes):
+        start, end = buffer.episode_rows(episode)
+        n_steps = end - start - 1
+        clip_starts = np.arange(0, n_steps, span)
+        lengths = np.minimum(
+            buffer_cfg.clip_length, -(-(n_steps + 1 - clip_starts) // buffer_cfg.clip_stride)
+        )
+        last_steps = clip_starts + (lengths - 1) * buffer_cfg.clip_stride
+        scores = buffer.storage.read(score_column, start + clip_starts)
+        assert np.all((scores >= 0) & (scores <= 1))
+        terminated = bool(buffer.storage.read("terminated", np.array([end - 2]))[0])
+        aux_cfg = dataclasses.replace(cfg.aux_reward, gamma=buffer_cfg.gamma)
+        expected = aux_rewards(aux_cfg, n_steps, last_steps, scores, terminated)
+        stored = buffer.storage.read(aux_column, start + np.arange(n_steps))
+        np.testing.assert_allclose(stored, expected, atol=1e-6)
 
 
 def test_bad_configs_fail_with_one_line(tmp_path) -> None:
