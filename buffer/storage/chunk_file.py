@@ -25,6 +25,12 @@ def atomic_write(path: Path, data: bytes, fsync: bool = False) -> None:
             f.flush()
             os.fsync(f.fileno())
     os.replace(tmp, path)
+    if fsync:  # the rename itself lives in the directory
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def chunk_key(name: str, chunk: int, ndim: int) -> str:

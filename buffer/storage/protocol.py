@@ -69,4 +69,3 @@ def check_column_name(name: str) -> None:
     prefix, _, scorer_id = name.partition("/")
     if prefix not in ("scores", "aux_reward") or not scorer_id or "/" in scorer_id:
         raise BufferError(f"column {name!r}: expected 'scores/<scorer_id>' or 'aux_reward/<scorer_id>'")
-

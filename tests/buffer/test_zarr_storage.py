@@ -192,3 +192,13 @@ def test_corrupt_small_array_chunk_names_array_and_episodes(make, tmp_path):
     chunk.write_bytes(bytes(data))
     with pytest.raises(BufferError, match=r"array 'action' is corrupt at ring rows 0..99 \(episodes 0..2\)"):
         make("zarr", capacity_steps=100)
+
+
+def test_fsync_mode_writes_the_same_store(make, tmp_path):
+    buf = make("zarr", capacity_steps=40, fsync=True, frames_per_shard=8)
+    for e in range(6):
+        fill_episode(buf, e, 5)
+    buf.close()
+    pixels = zarr.open_group(str(tmp_path / "store.zarr"), mode="r")["pixels/front"][:]
+    for row, e, t in expected_rows(buf):
+        np.testing.assert_array_equal(pixels[row % 40], step_obs(e, t)["pixels/front"])
