@@ -65,11 +65,10 @@ def test_twin_critic_is_two_independent_mlps() -> None:
     q = critic(features, action)
     x = torch.cat([features, action], dim=-1)
     for i in range(2):
-        h = torch.relu(
-            x @ critic.first_weight[:, i * 16 : (i + 1) * 16] + critic.first_bias[i * 16 : (i + 1) * 16]
-        )
+        first = slice(i * 16, (i + 1) * 16)
+        h = torch.relu(x @ critic.first_weight[:, first] + critic.first_bias[first])
         h = torch.relu(h @ critic.weights[0][i] + critic.biases[0][i])
-        expected = (h @ critic.weights[1][i] + critic.biases[1][i]).squeeze(-1)
+        expected = h @ critic.last_weight[i, 0] + critic.last_bias[i]
         torch.testing.assert_close(q[i], expected)
 
 
@@ -140,7 +139,7 @@ def test_layer_norm_critics_train() -> None:
     before = params(sac.critic)
     metrics = sac.update(random_batch(STATE_SPEC))
     assert np.isfinite(metrics["critic_loss"])
-    assert len(before) == 2 + 2 * 2 + 2 * 2  # first layer, two stacked layers, two LayerNorms
+    assert len(before) == 2 + 2 + 2 + 2 * 2  # first, hidden and output layers, two LayerNorms
     assert not same(before, params(sac.critic))
 
 
