@@ -11,12 +11,12 @@ from torch import Tensor, nn
 
 
 class TwinCritic(nn.Module):
-    """``num_critics`` Q-networks with stacked weights: one matmul per layer for all critics together.
+    """``num_critics`` Q-networks with stacked weights: one batched matmul per layer for all critics.
 
-    The first layer reads the same input for every critic, so it is one ``addmm`` against the critics'
-    weights side by side; later layers are one ``baddbmm`` over the stacked weights. This halves the
-    matmul calls, parameter tensors and optimizer ops of two separate MLPs with the same arithmetic.
-    Slice ``i`` of every stacked weight belongs to critic ``i``.
+    Stacking (rather than separate MLPs) halves the matmul calls, parameter tensors and optimizer ops
+    with the same arithmetic. Slice ``i`` of every stacked weight belongs to critic ``i``. The output
+    layer (width -> 1) is a multiply-and-sum: a batched matrix-vector product runs ~7x slower than this
+    memory-bound form on CPU (measured 0.15 vs 0.02 ms at B=256, width 256).
     """
 
     def __init__(
@@ -31,23 +31,15 @@ class TwinCritic(nn.Module):
             raise ValueError("TwinCritic needs at least one hidden layer")
         self.num_critics = num_critics
         self.layer_norm = layer_norm
-        self.first_width = hidden_dims[0]
-        # Same init as nn.Linear: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases.
-        bound = 1.0 / math.sqrt(input_dim)
-        self.first_weight = nn.Parameter(
-            torch.empty(input_dim, num_critics * hidden_dims[0]).uniform_(-bound, bound)
-        )
-        self.first_bias = nn.Parameter(torch.empty(num_critics * hidden_dims[0]).uniform_(-bound, bound))
         self.weights = nn.ParameterList()
         self.biases = nn.ParameterList()
-        for fan_in, fan_out in itertools.pairwise(hidden_dims):
+        # Same init as nn.Linear: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases.
+        for fan_in, fan_out in itertools.pairwise((input_dim, *hidden_dims)):
             bound = 1.0 / math.sqrt(fan_in)
             self.weights.append(
                 nn.Parameter(torch.empty(num_critics, fan_in, fan_out).uniform_(-bound, bound))
             )
             self.biases.append(nn.Parameter(torch.empty(num_critics, 1, fan_out).uniform_(-bound, bound)))
-        # The output layer (width -> 1) as a multiply-and-sum: a batched matrix-vector product runs
-        # ~7x slower than this memory-bound form on CPU (measured: 0.15 vs 0.02 ms at B=256, width 256).
         bound = 1.0 / math.sqrt(hidden_dims[-1])
         self.last_weight = nn.Parameter(torch.empty(num_critics, 1, hidden_dims[-1]).uniform_(-bound, bound))
         self.last_bias = nn.Parameter(torch.empty(num_critics, 1).uniform_(-bound, bound))
@@ -57,14 +49,6 @@ class TwinCritic(nn.Module):
             for width in hidden_dims:
                 self.norm_gains.append(nn.Parameter(torch.ones(num_critics, 1, width)))
                 self.norm_biases.append(nn.Parameter(torch.zeros(num_critics, 1, width)))
-
-    def _hidden(self, x: Tensor, layer: int, detach_params: bool) -> Tensor:
-        if self.layer_norm:
-            gain, shift = self.norm_gains[layer], self.norm_biases[layer]
-            if detach_params:
-                gain, shift = gain.detach(), shift.detach()
-            x = F.layer_norm(x, (x.shape[-1],)) * gain + shift
-        return F.relu(x) if self.layer_norm else x.relu_()
 
     def forward(self, features: Tensor, action: Tensor, detach_params: bool = False) -> Tensor:
         """Q-values of (features, action) for every critic.
@@ -78,25 +62,19 @@ class TwinCritic(nn.Module):
         Returns:
             float32[num_critics, B].
         """
-        first_weight: Tensor = self.first_weight
-        first_bias: Tensor = self.first_bias
-        if detach_params:
-            first_weight, first_bias = first_weight.detach(), first_bias.detach()
-        x = torch.addmm(first_bias, torch.cat([features, action], dim=-1), first_weight)
-        # [B, critics * width] -> [critics, B, width], contiguous for the batched matmuls below.
-        x = x.view(x.shape[0], self.num_critics, self.first_width).transpose(0, 1).contiguous()
-        x = self._hidden(x, 0, detach_params)
+
+        def param(p: Tensor) -> Tensor:
+            return p.detach() if detach_params else p
+
+        x = torch.cat([features, action], dim=-1).unsqueeze(0).expand(self.num_critics, -1, -1)
         for i in range(len(self.weights)):
-            weight: Tensor = self.weights[i]
-            bias: Tensor = self.biases[i]
-            if detach_params:
-                weight, bias = weight.detach(), bias.detach()
-            x = self._hidden(torch.baddbmm(bias, x, weight), i + 1, detach_params)
-        last_weight: Tensor = self.last_weight
-        last_bias: Tensor = self.last_bias
-        if detach_params:
-            last_weight, last_bias = last_weight.detach(), last_bias.detach()
-        return (x * last_weight).sum(dim=-1) + last_bias
+            x = torch.baddbmm(param(self.biases[i]), x, param(self.weights[i]))
+            if self.layer_norm:
+                x = F.layer_norm(x, (x.shape[-1],)) * param(self.norm_gains[i]) + param(self.norm_biases[i])
+                x = F.relu(x)
+            else:
+                x = x.relu_()  # in place: baddbmm's backward does not need its output
+        return (x * param(self.last_weight)).sum(dim=-1) + param(self.last_bias)
 
 
 class Actor(nn.Module):

@@ -65,9 +65,8 @@ def test_twin_critic_is_two_independent_mlps() -> None:
     q = critic(features, action)
     x = torch.cat([features, action], dim=-1)
     for i in range(2):
-        first = slice(i * 16, (i + 1) * 16)
-        h = torch.relu(x @ critic.first_weight[:, first] + critic.first_bias[first])
-        h = torch.relu(h @ critic.weights[0][i] + critic.biases[0][i])
+        h = torch.relu(x @ critic.weights[0][i] + critic.biases[0][i])
+        h = torch.relu(h @ critic.weights[1][i] + critic.biases[1][i])
         expected = h @ critic.last_weight[i, 0] + critic.last_bias[i]
         torch.testing.assert_close(q[i], expected)
 
