@@ -27,7 +27,7 @@ from buffer import (
     VLMTDSamplerConfig,
 )
 from buffer.config import BufferConfig, SamplerConfig
-from robot.contract import PIXELS_PREFIX, STATE_KEY, env_spec
+from robot.contract import JOINT_KEYS, PIXELS_PREFIX, STATE_KEY, env_spec
 from sim import make_env
 from vlmrl.checkpoint import load_checkpoint, memory_buffer_path, save_checkpoint
 from vlmrl.errors import ConfigError
@@ -88,10 +88,14 @@ def check_config(cfg: TrainConfig) -> None:
             f"replay {cfg.replay!r} / aux_reward_weight {cfg.aux_reward_weight} need clips: give the sim a camera "
             "(--sim.cameras front) or use --replay uniform|per with --aux-reward-weight 0"
         )
+    if cfg.policy_obs == "robot" and cfg.sim.suite != "so101":
+        raise ConfigError("policy_obs 'robot' needs an arm with LeRobot joint keys: --sim.suite so101")
     if cfg.policy_obs == "pixels" and not cfg.sim.cameras:
         raise ConfigError("policy_obs 'pixels' needs at least one camera in --sim.cameras")
-    if cfg.policy_obs == "pixels" and cfg.buffer.frame_stack != 1:
-        raise ConfigError("policy_obs 'pixels' supports --buffer.frame-stack 1 only (the policy sees one frame)")
+    if cfg.policy_obs in ("pixels", "robot") and cfg.buffer.frame_stack != 1:
+        raise ConfigError(
+            "policy_obs 'pixels' supports --buffer.frame-stack 1 only (the policy sees one frame)"
+        )
 
 
 class Trainer:
@@ -107,12 +111,13 @@ class Trainer:
             raise ConfigError(f"SAC needs a Box action space, the env has {self.env.action_space}")
         self.action_space: gym.spaces.Box = self.env.action_space
         cameras = [PIXELS_PREFIX + c for c in cfg.sim.cameras]
-        self.policy_keys = [STATE_KEY, *(cameras if cfg.policy_obs == "pixels" else [])]
-        self.stored_keys = [STATE_KEY, *cameras]
+        self.policy_keys = policy_keys(cfg.policy_obs, cameras)
+        self.stored_keys = [STATE_KEY, *(JOINT_KEYS if cfg.policy_obs == "robot" else ()), *cameras]
         full_spec = spec.obs_spec()
+        self.policy_obs_spec = {k: full_spec[k] for k in self.policy_keys}
         self.agent = SAC(
             dataclasses.replace(cfg.agent, seed=cfg.seed),
-            {k: full_spec[k] for k in self.policy_keys},
+            self.policy_obs_spec,
             self.action_space,
         )
         self.link: ScoringLink | None = None
@@ -308,6 +313,10 @@ class Trainer:
             ),
             "num_episodes_committed": self.buffer.num_episodes,
             "scoring": self.link.state_dict() if self.link is not None else None,
+            # What the policy reads, for `vlmrl finetune` / `deploy`: key -> (shape, dtype name).
+            "policy_obs_spec": {
+                k: (tuple(shape), np.dtype(dt).name) for k, (shape, dt) in self.policy_obs_spec.items()
+            },
         }
 
     def _load(self, checkpoint: dict[str, Any]) -> None:
@@ -362,6 +371,13 @@ class Trainer:
         final = getattr(self, "final", None)
         figures = f", final success {final.success_rate:.0%}, return {final.mean_return:.2f}" if final else ""
         return f"{self.state.step} steps, {self.state.episode} episodes{figures}"
+
+
+def policy_keys(policy_obs: str, cameras: list[str]) -> list[str]:
+    """Observation keys the policy reads for a ``policy_obs`` choice."""
+    if policy_obs == "robot":
+        return [*JOINT_KEYS, *cameras]
+    return [STATE_KEY, *(cameras if policy_obs == "pixels" else [])]
 
 
 def default_run_dir(cfg: TrainConfig) -> Path:

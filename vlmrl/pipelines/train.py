@@ -59,8 +59,10 @@ class TrainConfig:
     """The asynchronous scoring worker."""
     sync_scoring: bool = False
     """Wait for each episode's clips to be scored before going on (exactly reproducible VLM modes)."""
-    policy_obs: Literal["state", "pixels"] = "state"
-    """What the policy sees: the state vector, or the state plus the sim cameras' pixels (DrQ encoder)."""
+    policy_obs: Literal["state", "pixels", "robot"] = "state"
+    """What the policy sees: the sim's state vector (privileged: object poses); the state plus the cameras'
+    pixels (DrQ encoder); or robot: only what a real arm provides, the LeRobot joint keys plus the
+    cameras' pixels, so `vlmrl deploy` / `vlmrl finetune` can run the policy on an arm."""
     total_steps: int = 30_000
     """Environment steps of the whole run (the last episode is finished, so it may run a little over)."""
     learning_starts: int = 1_000
