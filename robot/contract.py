@@ -14,6 +14,7 @@ task (used in VLM prompts). ``check_env`` asserts all of this, Stable-Baselines3
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -102,6 +103,20 @@ class Env(Protocol):
     def close(self) -> None:
         """Release renderers, sockets and devices."""
         ...
+
+
+def state_and_pixel_spaces(state_dim: int, cameras: Sequence[str], image_size: int) -> dict[str, Any]:
+    """The contract's observation spaces for a ``state`` vector plus square uint8 frames per camera.
+
+    Returns a plain dict (key -> ``gymnasium.spaces.Box``) so an env can add its own keys (joints)
+    before wrapping it in ``spaces.Dict``.
+    """
+    from gymnasium import spaces
+
+    obs: dict[str, Any] = {STATE_KEY: spaces.Box(-np.inf, np.inf, shape=(state_dim,), dtype=np.float32)}
+    for camera in cameras:
+        obs[pixel_key(camera)] = spaces.Box(0, 255, shape=(image_size, image_size, 3), dtype=np.uint8)
+    return obs
 
 
 def env_spec(env: Any) -> EnvSpec:

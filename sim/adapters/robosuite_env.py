@@ -14,7 +14,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from robot.contract import STATE_KEY, pixel_key
+from robot.contract import STATE_KEY, pixel_key, state_and_pixel_spaces
 from sim.config import SimConfig
 from sim.errors import SimError
 from sim.rewards import shaped_or_sparse_reward
@@ -79,13 +79,7 @@ class RobosuiteEnv(gymnasium.Env):
         self.action_space = spaces.Box(self._low, self._high, dtype=np.float32)
         raw = self._env.reset()
         state_dim = self._state(raw).shape[0]
-        obs_spaces: dict[str, spaces.Space] = {
-            STATE_KEY: spaces.Box(-np.inf, np.inf, shape=(state_dim,), dtype=np.float32)
-        }
-        for camera in cfg.cameras:
-            size = (cfg.image_size, cfg.image_size, 3)
-            obs_spaces[pixel_key(camera)] = spaces.Box(0, 255, shape=size, dtype=np.uint8)
-        self.observation_space = spaces.Dict(obs_spaces)
+        self.observation_space = spaces.Dict(state_and_pixel_spaces(state_dim, cfg.cameras, cfg.image_size))
         self._steps = 0
 
     @property

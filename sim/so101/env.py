@@ -9,7 +9,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from robot.contract import JOINT_KEYS, JOINT_NAMES, STATE_KEY, pixel_key
+from robot.contract import JOINT_KEYS, JOINT_NAMES, STATE_KEY, pixel_key, state_and_pixel_spaces
 from sim.config import SimConfig
 from sim.errors import SimError
 from sim.rewards import shaped_or_sparse_reward
@@ -89,12 +89,7 @@ class SO101Env(gymnasium.Env):
         else:
             self.action_space = spaces.Box(-1.0, 1.0, shape=(len(EE_ACTION_NAMES),), dtype=np.float32)
         self._delta_scale = np.array([*([cfg.max_delta_deg] * 5), cfg.max_delta_gripper], dtype=np.float32)
-        obs_spaces: dict[str, spaces.Space] = {
-            STATE_KEY: spaces.Box(-np.inf, np.inf, shape=(len(STATE_NAMES),), dtype=np.float32)
-        }
-        for camera in cfg.cameras:
-            size = (cfg.image_size, cfg.image_size, 3)
-            obs_spaces[pixel_key(camera)] = spaces.Box(0, 255, shape=size, dtype=np.uint8)
+        obs_spaces = state_and_pixel_spaces(len(STATE_NAMES), cfg.cameras, cfg.image_size)
         for i, key in enumerate(JOINT_KEYS):
             obs_spaces[key] = spaces.Box(low[i : i + 1], high[i : i + 1], dtype=np.float32)
         self.observation_space = spaces.Dict(obs_spaces)
