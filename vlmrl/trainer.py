@@ -321,12 +321,14 @@ class Trainer:
 
     def _load(self, checkpoint: dict[str, Any]) -> None:
         self.agent.load_state_dict(checkpoint["agent"])
-        if self.buffer.num_episodes != checkpoint["num_episodes_committed"]:
-            raise ConfigError(
-                f"--resume {self.run_dir}: the buffer holds {self.buffer.num_episodes} episodes but the checkpoint "
-                f"was taken at {checkpoint['num_episodes_committed']}; the store changed after the checkpoint"
+        if self.buffer.num_episodes == checkpoint["num_episodes_committed"]:
+            self.buffer.load_state_dict(checkpoint["buffer"])
+        else:  # a crash after the checkpoint left more committed episodes in the zarr store: keep them
+            print(
+                f"vlmrl train: warning: {self.run_dir} holds {self.buffer.num_episodes} episodes but the checkpoint "
+                f"was taken at {checkpoint['num_episodes_committed']} (a crash after it?); continuing with all "
+                "stored episodes and a rebuilt sampler, so this resume is not exact"
             )
-        self.buffer.load_state_dict(checkpoint["buffer"])
         if self.link is not None and checkpoint.get("scoring") is not None:
             self.link.load_state_dict(checkpoint["scoring"])
         self.state = dataclasses.replace(checkpoint["loop"])

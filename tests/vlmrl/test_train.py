@@ -181,3 +181,30 @@ def test_unreachable_vlm_fails_fast_through_the_cli(tmp_path, capsys) -> None:
     assert code == 1
     assert err.startswith("vlmrl train: error:") and len(err.splitlines()) == 1
     assert not (tmp_path / "r").exists()  # nothing written before the check
+
+
+def test_resume_after_a_crash_keeps_episodes_committed_after_the_checkpoint(tmp_path, capsys) -> None:
+    from buffer import make_buffer
+
+    run = tmp_path / "run"
+    base = tiny(run)
+    cfg = dataclasses.replace(base, buffer=dataclasses.replace(base.buffer, storage="zarr"), total_steps=200)
+    assert main(dataclasses.replace(cfg, stop_after_steps=100)) == 0
+    # A crashed run commits episodes after its last checkpoint: add one to the store behind its back.
+    store = make_buffer(
+        cfg.buffer, {"state": ((23,), np.dtype(np.float32))}, 6, path=str(run / "buffer.zarr")
+    )
+    before = store.num_episodes
+    steps = 5
+    store.add_episode(
+        {"state": np.zeros((steps + 1, 23), np.float32)},
+        np.zeros((steps, 6), np.float32),
+        np.zeros(steps, np.float32),
+        np.zeros(steps, bool),
+        np.r_[np.zeros(steps - 1, bool), True],
+    )
+    store.close()
+    assert main(TrainConfig(resume=str(run), progress=False)) == 0
+    assert "not exact" in capsys.readouterr().out
+    assert load_checkpoint(run)["loop"].step >= 200
+    assert load_checkpoint(run)["num_episodes_committed"] > before + 1
