@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,9 +68,11 @@ def export_policy(sac: SAC, path: str | Path) -> Path:
     """Write the actor as TorchScript to ``path`` (conventionally ``policy.pt``); returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    module = torch.jit.script(Policy(sac).cpu())
     extra = {METADATA_FILE: json.dumps(policy_metadata(sac))}
-    torch.jit.save(module, str(path), _extra_files=extra)
+    with warnings.catch_warnings():  # TorchScript's deprecation notice; it is still what robots load
+        warnings.simplefilter("ignore", FutureWarning)
+        module = torch.jit.script(Policy(sac).cpu())
+        torch.jit.save(module, str(path), _extra_files=extra)
     return path
 
 
@@ -130,7 +133,9 @@ def load_policy(path: str | Path) -> LoadedPolicy:
     """Load a ``policy.pt`` written by ``export_policy``; raises AgentError if it is not one."""
     extra = {METADATA_FILE: ""}
     try:
-        module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
         metadata = json.loads(extra[METADATA_FILE])
     except (OSError, RuntimeError, ValueError) as exc:
         raise AgentError(f"{path}: not a vlmrl policy file ({str(exc).strip().splitlines()[0]})") from None
