@@ -39,6 +39,9 @@ class SimConfig:
     """Steps before truncation; None: the task's default (so101: reach 50, lift 100, push 100, place 150)."""
     shadows: bool = False
     """Render shadows (several times slower on software GL)."""
+    antialias: bool = False
+    """4x multisample anti-aliasing of rendered frames. Off by default: on Mesa llvmpipe it doubles the cost
+    of a 128 px SO-101 frame (3.4 vs 1.5 ms), and RL encoders do not need smooth edges."""
     terminate_on_success: bool = True
     """End the episode (terminated=True) on the first successful step (so101 and robosuite)."""
     max_delta_deg: float = 8.0

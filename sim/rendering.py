@@ -88,6 +88,11 @@ def preload_triton() -> None:
         import triton  # noqa: F401
 
 
+def set_antialias(model: Any, antialias: bool) -> None:
+    """Multisampling of the offscreen buffers created from ``model`` from now on (4x or none)."""
+    model.vis.quality.offsamples = 4 if antialias else 0
+
+
 def _close_live_renderers() -> None:
     # OpenGL contexts freed during interpreter teardown raise noisy EGL errors; free them first.
     for renderer in list(_LIVE):
@@ -121,10 +126,11 @@ class FrameRenderer:
     Shadows and reflections are off unless asked for: they dominate the cost of software rendering.
     """
 
-    def __init__(self, model: Any, image_size: int, shadows: bool = False) -> None:
+    def __init__(self, model: Any, image_size: int, shadows: bool = False, antialias: bool = False) -> None:
         import mujoco
 
         preload_triton()
+        set_antialias(model, antialias)
         self._mujoco = mujoco
         try:
             self._renderer = mujoco.Renderer(model, image_size, image_size)

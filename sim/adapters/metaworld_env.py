@@ -69,7 +69,7 @@ class MetaWorldEnv(gymnasium.Env):
             self._env.model.vis.global_.offwidth = max(self._env.model.vis.global_.offwidth, cfg.image_size)
             self._env.model.vis.global_.offheight = max(self._env.model.vis.global_.offheight, cfg.image_size)
             self._env.model.light_castshadow[:] = int(cfg.shadows)
-            self._renderer = FrameRenderer(self._env.model, cfg.image_size, cfg.shadows)
+            self._renderer = FrameRenderer(self._env.model, cfg.image_size, cfg.shadows, cfg.antialias)
         raw_action: Any = self._env.action_space
         raw_obs: Any = self._env.observation_space
         self._low = raw_action.low.astype(np.float32)

@@ -17,6 +17,7 @@ from gymnasium import spaces
 from robot.contract import STATE_KEY, pixel_key, state_and_pixel_spaces
 from sim.config import SimConfig
 from sim.errors import SimError
+from sim.rendering import set_antialias
 from sim.rewards import shaped_or_sparse_reward
 
 TASK_DESCRIPTIONS: dict[str, str] = {
@@ -74,6 +75,8 @@ class RobosuiteEnv(gymnasium.Env):
             ignore_done=True,
             hard_reset=False,
         )
+        if render:
+            self._apply_antialias(cfg.antialias)
         low, high = self._env.action_spec
         self._low, self._high = low.astype(np.float32), high.astype(np.float32)
         self.action_space = spaces.Box(self._low, self._high, dtype=np.float32)
@@ -86,6 +89,15 @@ class RobosuiteEnv(gymnasium.Env):
     def raw_env(self) -> Any:
         """The wrapped robosuite env."""
         return self._env
+
+    def _apply_antialias(self, antialias: bool) -> None:
+        """robosuite made its offscreen context with the model's multisampling: rebuild it with ours."""
+        set_antialias(self._env.sim.model._model, antialias)
+        context = self._env.sim._render_context_offscreen
+        if context is not None:
+            context.gl_ctx.make_current()
+            context.con.free()
+            context._set_mujoco_context_and_buffers()
 
     @staticmethod
     def _state(raw: dict[str, np.ndarray]) -> np.ndarray:

@@ -46,10 +46,11 @@ class SO101Sim:
     Position actuators track the targets; gravity is compensated like a stiff servo.
     """
 
-    def __init__(self, max_image_size: int = 640, shadows: bool = False) -> None:
+    def __init__(self, max_image_size: int = 640, shadows: bool = False, antialias: bool = False) -> None:
         self.model = mujoco.MjModel.from_xml_string(build_scene_xml(max_image_size))
         self.data = mujoco.MjData(self.model)
         self._shadows = shadows
+        self._antialias = antialias
         self._qpos = {n: int(self.model.joint(n).qposadr[0]) for n in JOINT_NAMES}
         self._mirror_qpos = int(self.model.joint("gripper_mirror").qposadr[0])
         self._ctrl = {n: int(self.model.actuator(n).id) for n in JOINT_NAMES}
@@ -186,7 +187,7 @@ class SO101Sim:
                 raise SimError(
                     f"image size {size} exceeds this sim's framebuffer ({self.model.vis.global_.offwidth})"
                 )
-            renderer = self._renderers[size] = FrameRenderer(self.model, size, self._shadows)
+            renderer = self._renderers[size] = FrameRenderer(self.model, size, self._shadows, self._antialias)
         return renderer.render(self.data, camera)
 
     def close(self) -> None:

@@ -75,7 +75,7 @@ class SO101Env(gymnasium.Env):
         self.task: Task = TASKS[cfg.task]()
         self.task_description: str = self.task.description
         self.render_mode = "rgb_array"
-        self.sim = SO101Sim(max_image_size=cfg.image_size, shadows=cfg.shadows)
+        self.sim = SO101Sim(max_image_size=cfg.image_size, shadows=cfg.shadows, antialias=cfg.antialias)
         self.n_substeps = max(1, round(1.0 / (cfg.control_hz * self.sim.timestep_s)))
         self.max_episode_steps = cfg.max_episode_steps or self.task.default_max_steps
         limits = joint_limits()

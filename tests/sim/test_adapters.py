@@ -80,7 +80,7 @@ def _object_row(frame: np.ndarray, without_object: np.ndarray) -> float:
 
 def test_metaworld_pixels_are_upright_for_rotated_and_plain_cameras() -> None:
     cameras = ("corner", "corner2", "topview")
-    env = make_env(SimConfig(suite="metaworld", task="pick-place-v3", cameras=cameras, image_size=64))
+    env = make_env(SimConfig(suite="metaworld", task="pick-place-v3", cameras=cameras, image_size=96))
     check_env(env, n_steps=2)
     env.reset(seed=1)
     raw = env.unwrapped.raw_env
