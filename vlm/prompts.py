@@ -14,14 +14,19 @@ from vlm.errors import VLMError
 PromptKind = Literal["goal", "progress", "contact"]
 
 TASK_GOALS: dict[str, str] = {
-    "reach": "move its gripper to the red target",
-    "lift": "pick up the cube and lift it above the table",
-    "push": "push the cube onto the target area",
-    "place": "pick up the cube and place it on the target",
+    "reach": "move its gripper to the small green ball",
+    "lift": "pick up the red cube and lift it off the table",
+    "push": "push the red cube onto the blue circle",
+    "place": "pick up the red cube and put it in the blue bin",
 }
 """Goal phrases for the SO-101 tasks; other suites pass their env's ``task_description``."""
 
-TASK_OBJECTS: dict[str, str] = {"reach": "target", "lift": "cube", "push": "cube", "place": "cube"}
+TASK_OBJECTS: dict[str, str] = {
+    "reach": "green ball",
+    "lift": "red cube",
+    "push": "red cube",
+    "place": "red cube",
+}
 """The object a contact question is about, per task."""
 
 TEMPLATES: dict[str, str] = {
