@@ -36,9 +36,14 @@ class TrainConfig:
     """One training run; every field has a default, so no arguments runs the embedded demo."""
 
     sim: SimConfig = field(
-        default_factory=lambda: SimConfig(task="lift", reward="sparse", action_mode="delta", image_size=64)
+        default_factory=lambda: SimConfig(
+            task="lift", reward="sparse", action_mode="delta", image_size=64, terminate_on_success=False
+        )
     )
-    """The simulated env (training and evaluation use separate instances and seeds)."""
+    """The simulated env (training and evaluation use separate instances and seeds). Episodes do not end
+    at success by default: with a sparse reward, ending the episode at the reward lets SAC's entropy bonus
+    pay more for staying alive, and SAC learns to avoid success (measured on twin reach, sparse: 60%
+    success at 2k steps, then 0% up to 8k; without termination 100% by 5k)."""
     agent: SACConfig = field(default_factory=lambda: SACConfig(hidden_dims=(128, 128), init_alpha=0.1))
     """SAC hyper-parameters (128x128 suits the 23-d state and keeps the demo within ~10 CPU minutes)."""
     buffer: Annotated[BufferConfig, tyro.conf.AvoidSubcommands] = field(
