@@ -33,16 +33,18 @@ def bench_rows(bench_dir: Path) -> list[str]:
     rows = ["| benchmark | what is compared | figures | command |", "|---|---|---|---|"]
     for name, (what, _) in BENCHMARKS.items():
         path = bench_dir / f"{name}.json"
+        command_file = path.with_suffix(".cmd")  # the exact command that produced the JSON, when recorded
+        command = (
+            command_file.read_text().strip()
+            if command_file.exists()
+            else f"python benchmarks/{name}.py --json results/bench/{name}.json"
+        )
         if not path.exists():
-            rows.append(
-                f"| {name} | {what} | not measured yet | `python benchmarks/{name}.py --json {path.relative_to(ROOT)}` |"
-            )
+            rows.append(f"| {name} | {what} | not measured yet | `{command}` |")
             continue
         figures = json.loads(path.read_text())
         shown = ", ".join(f"{k}={_fmt(v)}" for k, v in figures.items() if not isinstance(v, dict | list))
-        rows.append(
-            f"| {name} | {what} | {shown} | `python benchmarks/{name}.py --json {path.relative_to(ROOT)}` |"
-        )
+        rows.append(f"| {name} | {what} | {shown} | `{command}` |")
     return rows
 
 

@@ -1,0 +1,1 @@
+python benchmarks/scoring.py --quick --json results/bench/scoring.json

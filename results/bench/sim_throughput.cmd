@@ -1,0 +1,1 @@
+python benchmarks/sim_throughput.py --json results/bench/sim_throughput.json
