@@ -75,6 +75,9 @@ def section(root: Path = ROOT) -> str:
             replay.read_text().strip(),
             "",
         ]
+        notes = results / "replay" / "notes.md"  # hand-written reading of the figures, when present
+        if notes.exists():
+            lines += [notes.read_text().strip(), ""]
         for png in sorted((results / "replay").glob("curves_*.png")):
             lines.append(f"![{png.stem}]({png.relative_to(root)})")
         lines.append("")
