@@ -119,7 +119,7 @@ def main(cfg: TrainConfig) -> int:
         )
     if cfg.demo:
         print(
-            "vlmrl train --demo: SO-101 twin lift, oracle scorer (privileged sim progress, not a VLM), ~10 min"
+            "vlmrl train --demo: SO-101 twin lift, oracle scorer (privileged sim progress, not a VLM), ~4 min on 2 cores"
         )
     print(
         f"vlmrl train: run directory {trainer.run_dir} (live curves: tensorboard --logdir {trainer.run_dir / 'tb'})"
