@@ -188,7 +188,7 @@ def write_report(
         "- `curves.png`: success and return vs env steps, clip-score and importance-weight statistics",
         "- `eval.mp4`: final evaluation episodes, clip scores drawn on the frames"
         if video
-        else "- no video (no camera)",
+        else f"- no video ({'no camera' if not cfg.sim.cameras else '--video-episodes 0'})",
         "- `policy.pt`: TorchScript actor with observation normalisation baked in (`agents.export.load_policy`)",
         "- `checkpoint/`: everything for `--resume`; `tb/`: TensorBoard scalars; `config.json`: resolved config",
         "",
