@@ -46,6 +46,8 @@ SAMPLER_FOR_REPLAY: dict[str, type] = {
 TD_PRIORITY_REPLAYS = ("per", "vlm_td")
 TRAIN_SEED_STRIDE = 100_000
 """Training episode e of a run with seed s resets with seed s * TRAIN_SEED_STRIDE + e."""
+DEMO_SEED_OFFSET = 90_000
+"""Demonstration episode d of a run with seed s resets with seed s * TRAIN_SEED_STRIDE + DEMO_SEED_OFFSET + d."""
 
 
 @dataclasses.dataclass
@@ -59,6 +61,9 @@ class LoopState:
     rng_state: dict[str, Any] = dataclasses.field(default_factory=dict)
     evals: list[dict[str, float]] = dataclasses.field(default_factory=list)
     train_log: list[dict[str, float]] = dataclasses.field(default_factory=list)
+    demo_episodes_added: int = 0
+    demo_steps: int = 0
+    demo_successes: int = 0
 
 
 def resolve_buffer_config(cfg: TrainConfig, scorer_id: str) -> BufferConfig:
@@ -87,6 +92,12 @@ def check_config(cfg: TrainConfig) -> None:
         raise ConfigError(
             f"replay {cfg.replay!r} / aux_reward_weight {cfg.aux_reward_weight} need clips: give the sim a camera "
             "(--sim.cameras front) or use --replay uniform|per with --aux-reward-weight 0"
+        )
+    if cfg.demo_episodes < 0:
+        raise ConfigError(f"demo_episodes must be >= 0, got {cfg.demo_episodes}")
+    if cfg.demo_episodes and cfg.sim.suite != "so101":
+        raise ConfigError(
+            f"demo_episodes needs the SO-101 twin's scripted expert (--sim.suite so101), not {cfg.sim.suite!r}"
         )
     if cfg.policy_obs == "robot" and cfg.sim.suite != "so101":
         raise ConfigError("policy_obs 'robot' needs an arm with LeRobot joint keys: --sim.suite so101")
@@ -196,6 +207,8 @@ class Trainer:
             else min(cfg.total_steps, state.step + cfg.stop_after_steps)
         )
         interrupted = False
+        if state.demo_episodes_added < cfg.demo_episodes:
+            self._add_demonstrations()
         self._take_snapshot()
         with (
             TrainProgress(cfg.total_steps, state.step, enabled=cfg.progress) as progress,
@@ -211,6 +224,37 @@ class Trainer:
                     "interrupted: saving the checkpoint of the last finished episode and the report"
                 )
         return self._finish(interrupted)
+
+    def _add_demonstrations(self) -> None:
+        """Put the scripted expert's episodes in the buffer (once per run, before the first step)."""
+        from sim.so101.scripted import ScriptedPolicy
+
+        cfg, state = self.cfg, self.state
+        expert = ScriptedPolicy(self.env)
+        for d in range(state.demo_episodes_added, cfg.demo_episodes):
+            obs, _ = self.env.reset(seed=cfg.seed * TRAIN_SEED_STRIDE + DEMO_SEED_OFFSET + d)
+            expert.reset()
+            success = False
+            while True:
+                action = expert.act(obs)
+                next_obs, reward, terminated, truncated, info = self.env.step(action)
+                self.buffer.add_step(
+                    {k: obs[k] for k in self.stored_keys}, action, reward, terminated, truncated, info,
+                    {k: next_obs[k] for k in self.stored_keys},
+                )  # fmt: skip
+                state.demo_steps += 1
+                success = success or bool(info["success"])
+                if terminated or truncated:
+                    break
+                obs = next_obs
+            state.demo_episodes_added += 1
+            state.demo_successes += int(success)
+        if self.link is not None:
+            self.link.submit_new_clips()
+        print(
+            f"vlmrl train: {cfg.demo_episodes} demonstration episodes of the scripted expert in the buffer "
+            f"({state.demo_steps} steps, {state.demo_successes} successful)"
+        )
 
     def _run_episode(self) -> dict[str, float]:
         cfg, state, agent = self.cfg, self.state, self.agent

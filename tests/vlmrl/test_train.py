@@ -208,3 +208,54 @@ def test_resume_after_a_crash_keeps_episodes_committed_after_the_checkpoint(tmp_
     assert "not exact" in capsys.readouterr().out
     assert load_checkpoint(run)["loop"].step >= 200
     assert load_checkpoint(run)["num_episodes_committed"] > before + 1
+
+
+def test_demonstrations_are_stored_scored_and_not_counted_as_env_steps(tmp_path, capsys) -> None:
+    run = tmp_path / "demos"
+    base = with_camera(run)
+    cfg = dataclasses.replace(
+        base,
+        sim=dataclasses.replace(
+            base.sim, task="lift", reward="sparse", max_episode_steps=60, terminate_on_success=False
+        ),
+        replay="vlm",
+        demo_episodes=2,
+        total_steps=120,
+        learning_starts=60,
+    )
+    assert main(cfg) == 0
+    assert "2 demonstration episodes" in capsys.readouterr().out
+    checkpoint = load_checkpoint(run)
+    loop = checkpoint["loop"]
+    assert (loop.demo_episodes_added, loop.demo_steps) == (2, 120)
+    assert loop.demo_successes == 2  # the scripted expert lifts the cube within 60 steps
+    assert loop.step == 120  # env steps of the learner only
+    assert checkpoint["num_episodes_committed"] == 2 + loop.episode
+    from buffer import make_buffer
+
+    buffer = make_buffer(
+        dataclasses.replace(cfg.buffer, sampler=checkpoint["config"].buffer.sampler),
+        {"state": ((23,), np.dtype(np.float32)), "pixels/front": ((32, 32, 3), np.dtype(np.uint8))},
+        6,
+        path=str(run / "buffer.zarr"),
+    )
+    try:
+        episodes = buffer.storage.episodes()
+        for demo in (0, 1):
+            start, end = episodes.bounds(episodes.first + demo)
+            assert end - start == 61  # 60 transitions and the final observation
+            rewards = buffer.storage.read("reward", np.arange(start, end - 1))
+            assert rewards.max() == 1.0  # the demonstration's sparse success reward is in the buffer
+            (score_column,) = [c for c in buffer.storage.columns() if c.startswith("scores/")]
+            scores = buffer.storage.read(score_column, np.arange(start, end - 1))
+            assert np.isfinite(scores).any()  # its clips were scored like any other
+    finally:
+        buffer.close()
+
+
+def test_demonstrations_need_the_twin(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="demo_episodes must be >= 0"):
+        main(tiny(tmp_path / "a", demo_episodes=-1))
+    base = tiny(tmp_path / "b")
+    with pytest.raises(ConfigError, match="scripted expert"):
+        main(dataclasses.replace(base, sim=dataclasses.replace(base.sim, suite="robosuite"), demo_episodes=1))

@@ -70,6 +70,10 @@ class TrainConfig:
     cameras' pixels, so `vlmrl deploy` / `vlmrl finetune` can run the policy on an arm."""
     total_steps: int = 30_000
     """Environment steps of the whole run (the last episode is finished, so it may run a little over)."""
+    demo_episodes: int = 0
+    """Episodes of the SO-101 twin's scripted expert put in the replay buffer before training
+    (demonstrations, as in RLPD or SAC from demonstrations). They are scored like any other clip and do not
+    count in total_steps. 0: none."""
     learning_starts: int = 1_000
     """Uniform-random actions for this many steps before the policy acts and updates start."""
     batch_size: int = 128
