@@ -30,7 +30,17 @@ def load(path: Path) -> list[dict]:
 
 
 def setting(row: dict) -> tuple[str, str, float, float]:
-    return row["task"], row["mode"], float(row["noise"]), float(row["aux_weight"])
+    """(task variant, mode, noise, aux weight); runs with demonstrations are their own variant."""
+    demos = int(row.get("demo_episodes", 0))
+    task = f"{row['task']}-demos{demos}" if demos else row["task"]
+    return task, row["mode"], float(row["noise"]), float(row["aux_weight"])
+
+
+def task_title(task: str) -> str:
+    name, _, demos = task.partition("-demos")
+    return f"SO-101 twin `{name}`, sparse reward" + (
+        f", {demos} scripted demonstrations in the buffer" if demos else ""
+    )
 
 
 def label(mode: str, noise: float, aux: float) -> str:
@@ -122,7 +132,7 @@ def plot(summary: dict, out: Path) -> list[Path]:
         ax.set(
             xlabel="env steps",
             ylabel="evaluation success rate",
-            title=f"SO-101 twin {task}, sparse reward",
+            title=task_title(task).replace("`", ""),
             ylim=(-0.02, 1.02),
         )
         ax.grid(alpha=0.3)
@@ -139,7 +149,7 @@ def markdown(summary: dict) -> str:
     lines = []
     for task, data in summary.items():
         lines += [
-            f"**SO-101 twin `{task}`, sparse reward** (uniform replay's final success: {data['uniform_final_success']:.0%})",
+            f"**{task_title(task)}** (uniform replay's final success: {data['uniform_final_success']:.0%})",
             "",
             "| replay | seeds | budget (env steps) | success at budget (mean ± sd) | vs uniform | steps to uniform's final success | step saving |",
             "|---|---|---|---|---|---|---|",

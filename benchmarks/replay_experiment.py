@@ -8,6 +8,7 @@ checkpoints. Analyse with `benchmarks/replay_analysis.py`.
 
     python benchmarks/replay_experiment.py --quick                 # a small grid, minutes
     python benchmarks/replay_experiment.py --tasks lift place --seeds 0 1 2 --total-steps 40000
+    python benchmarks/replay_experiment.py --tasks lift --demo-episodes 10 --total-steps 20000
 """
 
 from __future__ import annotations
@@ -37,11 +38,13 @@ class RunSpec:
     total_steps: int
     eval_every_steps: int
     eval_episodes: int
+    demo_episodes: int = 0
 
     @property
     def name(self) -> str:
+        demos = f"-demos{self.demo_episodes}" if self.demo_episodes else ""
         return (
-            f"{self.task}-{self.mode}-noise{self.noise:g}-aux{self.aux_weight:g}-seed{self.seed}"
+            f"{self.task}{demos}-{self.mode}-noise{self.noise:g}-aux{self.aux_weight:g}-seed{self.seed}"
             f"-steps{self.total_steps}"
         )
 
@@ -67,6 +70,7 @@ def grid(args: argparse.Namespace) -> list[RunSpec]:
                         args.total_steps,
                         args.eval_every_steps,
                         args.eval_episodes,
+                        args.demo_episodes,
                     )
                 )
     return specs
@@ -82,7 +86,7 @@ def train_command(spec: RunSpec, run_dir: Path, extra: list[str]) -> list[str]:
         "--total-steps", str(spec.total_steps),
         "--eval-every-steps", str(spec.eval_every_steps), "--eval-episodes", str(spec.eval_episodes),
         "--checkpoint-every-steps", str(spec.eval_every_steps),
-        "--aux-reward-weight", str(spec.aux_weight),
+        "--aux-reward-weight", str(spec.aux_weight), "--demo-episodes", str(spec.demo_episodes),
         "--video-episodes", "0", "--no-progress", "--torch-threads", "1",
         "--run-dir", str(run_dir), *extra,
     ]  # fmt: skip
@@ -106,6 +110,17 @@ def read_evals(run_dir: Path) -> list[dict[str, float]]:
     return [series[step] for step in sorted(series)]
 
 
+def mean_scalar(run_dir: Path, tag: str) -> float | None:
+    """Mean of a training scalar over the whole run (None when the run did not log it)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run_dir / "tb"), size_guidance={"scalars": 0})
+    acc.Reload()
+    if tag not in acc.Tags().get("scalars", []):
+        return None
+    return float(sum(e.value for e in acc.Scalars(tag)) / max(1, len(acc.Scalars(tag))))
+
+
 def run_one(spec: RunSpec, out: Path, extra: list[str], lock: threading.Lock, log) -> dict | None:
     run_dir = out / "runs" / spec.name
     run_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -124,6 +139,7 @@ def run_one(spec: RunSpec, out: Path, extra: list[str], lock: threading.Lock, lo
         "name": spec.name,
         "evals": evals,
         "final_success": evals[-1]["success_rate"] if evals else float("nan"),
+        "demo_share": mean_scalar(run_dir, "train/demo_share"),
         "wall_s": round(time.monotonic() - started, 1),
     }
     with lock, open(out / "results.jsonl", "a") as f:
@@ -152,6 +168,9 @@ def main() -> int:
     parser.add_argument("--total-steps", type=int, default=30_000)
     parser.add_argument("--eval-every-steps", type=int, default=2_500)
     parser.add_argument("--eval-episodes", type=int, default=10)
+    parser.add_argument(
+        "--demo-episodes", type=int, default=0, help="scripted-expert episodes in every run's buffer at start"
+    )
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="runs in parallel")
     parser.add_argument("--quick", action="store_true", help="one seed, noise 0.2, a short budget")
     parser.add_argument("--json", type=Path, help="write a summary of this invocation's runs here")

@@ -64,6 +64,8 @@ class LoopState:
     demo_episodes_added: int = 0
     demo_steps: int = 0
     demo_successes: int = 0
+    demo_rows: int = 0
+    """Global buffer rows [0, demo_rows) hold the demonstrations."""
 
 
 def resolve_buffer_config(cfg: TrainConfig, scorer_id: str) -> BufferConfig:
@@ -249,6 +251,7 @@ class Trainer:
                 obs = next_obs
             state.demo_episodes_added += 1
             state.demo_successes += int(success)
+        state.demo_rows = self.buffer.storage.episodes().next_row
         if self.link is not None:
             self.link.submit_new_clips()
         print(
@@ -292,6 +295,8 @@ class Trainer:
                 self.buffer.update_priorities(batch.indices, metrics["td_error"])
             self.buffer.set_learner_step(self.agent.num_updates)
         metrics["weight_mean"] = float(batch.weights.mean())
+        if self.state.demo_rows:  # how much of the replay the demonstrations get (sampler-dependent)
+            metrics["demo_share"] = float((batch.indices < self.state.demo_rows).mean())
         metrics.pop("td_error")
         return metrics
 

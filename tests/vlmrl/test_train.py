@@ -230,6 +230,9 @@ def test_demonstrations_are_stored_scored_and_not_counted_as_env_steps(tmp_path,
     assert (loop.demo_episodes_added, loop.demo_steps) == (2, 120)
     assert loop.demo_successes == 2  # the scripted expert lifts the cube within 60 steps
     assert loop.step == 120  # env steps of the learner only
+    assert loop.demo_rows == 2 * 61  # 60 transitions and the final observation per demonstration
+    shares = [t["demo_share"] for t in loop.train_log if "demo_share" in t]
+    assert shares and all(0.0 <= share <= 1.0 for share in shares)
     assert checkpoint["num_episodes_committed"] == 2 + loop.episode
     from buffer import make_buffer
 
