@@ -93,6 +93,7 @@ def analyse(rows: list[dict]) -> dict:
         for key in sorted((k for k in groups if k[0] == task), key=lambda k: (k[1], k[2], k[3])):
             steps, curve, half = mean_curve(groups[key])
             finals = [r["final_success"] for r in groups[key]]
+            shares = [r["demo_share"] for r in groups[key] if r.get("demo_share") is not None]
             reach = steps_to_reach(steps, curve, u_final)
             entries[label(*key[1:])] = {
                 "mode": key[1], "noise": key[2], "aux_weight": key[3], "seeds": len(finals),
@@ -101,6 +102,7 @@ def analyse(rows: list[dict]) -> dict:
                 "success_gain_vs_uniform": (float(np.mean(finals)) - u_final) / u_final if u_final > 0 else None,
                 "steps_to_uniform_final": None if math.isnan(reach) else reach,
                 "step_saving_vs_uniform": None if math.isnan(reach) or math.isnan(u_reach) else 1 - reach / u_reach,
+                "demo_share_mean": float(np.mean(shares)) if shares else None,
                 "curve": {"steps": steps.tolist(), "mean": curve.tolist(), "ci95": half.tolist()},
             }  # fmt: skip
         summary[task] = {"uniform_final_success": u_final, "settings": entries}
@@ -148,19 +150,23 @@ def plot(summary: dict, out: Path) -> list[Path]:
 def markdown(summary: dict) -> str:
     lines = []
     for task, data in summary.items():
+        demos = any(e.get("demo_share_mean") is not None for e in data["settings"].values())
         lines += [
             f"**{task_title(task)}** (uniform replay's final success: {data['uniform_final_success']:.0%})",
             "",
-            "| replay | seeds | budget (env steps) | success at budget (mean ± sd) | vs uniform | steps to uniform's final success | step saving |",
-            "|---|---|---|---|---|---|---|",
+            "| replay | seeds | budget (env steps) | success at budget (mean ± sd) | vs uniform | steps to uniform's final success | step saving |"
+            + (" replayed demos |" if demos else ""),
+            "|---|---|---|---|---|---|---|" + ("---|" if demos else ""),
         ]  # fmt: skip
         for name, e in data["settings"].items():
             gain = "-" if e["success_gain_vs_uniform"] is None else f"{e['success_gain_vs_uniform']:+.0%}"
             reach = "-" if e["steps_to_uniform_final"] is None else f"{e['steps_to_uniform_final']:,.0f}"
             saving = "-" if e["step_saving_vs_uniform"] is None else f"{e['step_saving_vs_uniform']:+.0%}"
+            share = e.get("demo_share_mean")
             lines.append(
                 f"| {name} | {e['seeds']} | {e['budget_steps']:,} | {e['final_success_mean']:.0%} ± "
                 f"{e['final_success_std']:.0%} | {gain} | {reach} | {saving} |"
+                + ((" - |" if share is None else f" {share:.1%} |") if demos else "")
             )
         lines.append("")
     return "\n".join(lines)

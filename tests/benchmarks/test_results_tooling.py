@@ -56,6 +56,24 @@ def test_analysis_compares_each_setting_with_uniform():
     assert "| vlm noise=0.2 | 2 | 4,000 | 70% ± 10% | +40% | 2,000 | +50% |" in table
 
 
+def test_runs_with_demonstrations_are_their_own_variant_with_the_replayed_demo_share():
+    plain = [run("uniform", 0.0, 0, [0.0, 0.0, 0.0, 0.0])]
+    demos = [
+        {**run("uniform", 0.0, 0, [0.0, 0.1, 0.2, 0.2]), "demo_episodes": 25, "demo_share": 0.1},
+        {**run("vlm", 0.2, 0, [0.0, 0.2, 0.4, 0.4]), "demo_episodes": 25, "demo_share": 0.3},
+    ]
+    summary = analysis.analyse(plain + demos)
+    assert set(summary) == {"lift", "lift-demos25"}
+    assert summary["lift"]["uniform_final_success"] == 0.0
+    assert summary["lift-demos25"]["settings"]["vlm noise=0.2"]["success_gain_vs_uniform"] == pytest.approx(
+        1.0
+    )
+    table = analysis.markdown(summary)
+    assert "25 scripted demonstrations in the buffer" in table
+    assert "| vlm noise=0.2 | 1 | 4,000 | 40% ± 0% | +100% | 2,000 | +33% | 30.0% |" in table
+    assert "replayed demos" not in table.split("**SO-101 twin `lift`, sparse reward**")[1]
+
+
 def test_readme_results_section_is_generated_from_the_committed_files():
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "readme_results.py"), "--check"],
