@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from agents.errors import AgentError
 
 if TYPE_CHECKING:
+    from agents.encoders import ObsSpec
     from agents.sac import SAC
 
 FORMAT_VERSION = 1
@@ -77,7 +78,12 @@ def export_policy(sac: SAC, path: str | Path) -> Path:
 
 
 def export_onnx(sac: SAC, path: str | Path) -> Path:
-    """Write the actor as ONNX (inputs named by observation key, batched; output ``action``)."""
+    """Write the actor as ONNX (inputs named by observation key, batched; output ``action``).
+
+    When onnxruntime is installed (the ``export`` extra), the written file is run on a few random
+    observations and compared with the torch policy; AgentError names the largest difference if the
+    actions disagree beyond float32 rounding (rtol and atol 1e-4).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     policy = Policy(sac).cpu()
@@ -104,7 +110,36 @@ def export_onnx(sac: SAC, path: str | Path) -> Path:
         dynamic_axes={**{k: {0: "batch"} for k in keys}, "action": {0: "batch"}},
         dynamo=False,
     )
+    _check_onnx(policy, sac.obs_spec, path)
     return path
+
+
+def _check_onnx(policy: Policy, obs_spec: ObsSpec, path: Path) -> None:
+    """Run the written graph in onnxruntime on random observations; raise AgentError if its actions drift.
+
+    The legacy TorchScript exporter traces one example, so a data-dependent branch or a dtype the
+    exporter mishandles would go unnoticed until deploy; this catches it at export time.
+    """
+    try:
+        import onnxruntime
+    except ImportError:  # the check comes with the [export] extra; exporting does not need it
+        return
+    rng = np.random.default_rng(0)
+    obs = {
+        key: (
+            rng.integers(0, 256, (4, *shape))
+            if np.issubdtype(dtype, np.integer)
+            else rng.normal(size=(4, *shape))
+        ).astype(dtype)
+        for key, (shape, dtype) in obs_spec.items()
+    }
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    actual = session.run(["action"], obs)[0]
+    with torch.no_grad():
+        expected = policy({k: torch.from_numpy(v) for k, v in obs.items()}).numpy()
+    if not np.allclose(actual, expected, rtol=1e-4, atol=1e-4):
+        diff = float(np.abs(actual - expected).max())
+        raise AgentError(f"{path}: onnxruntime's actions differ from the torch policy's by up to {diff:.3g}")
 
 
 class LoadedPolicy:

@@ -1,12 +1,16 @@
-"""Exported policy (TorchScript, ONNX) matches the in-training actor; load errors are one line."""
+"""Exported policy (TorchScript, ONNX run in onnxruntime) matches the in-training actor; errors are one line."""
 
 from __future__ import annotations
+
+import sys
 
 import gymnasium as gym
 import numpy as np
 import onnx
+import onnxruntime
 import pytest
 import torch
+from torch import nn
 
 from agents.config import PixelEncoderConfig, SACConfig
 from agents.errors import AgentError
@@ -31,10 +35,9 @@ def obs_batch(batch: int, seed: int) -> dict[str, np.ndarray]:
     }
 
 
-@pytest.fixture(scope="module")
-def trained() -> SAC:
+def make_trained(spec: dict[str, tuple[tuple[int, ...], np.dtype]]) -> SAC:
     sac = SAC(
-        CFG, SPEC, gym.spaces.Box(np.array([-1, 0, 10], np.float32), np.array([1, 100, 20], np.float32))
+        CFG, spec, gym.spaces.Box(np.array([-1, 0, 10], np.float32), np.array([1, 100, 20], np.float32))
     )
     for seed in range(3):  # moves the normaliser statistics away from (0, 1) so the bake-in is tested
         sac.update(
@@ -51,6 +54,16 @@ def trained() -> SAC:
         )
     assert float(sac.encoder.normalizer.mean.abs().max()) > 1.0
     return sac
+
+
+@pytest.fixture(scope="module")
+def trained() -> SAC:
+    return make_trained(SPEC)
+
+
+@pytest.fixture(scope="module")
+def trained_state_only() -> SAC:
+    return make_trained({k: v for k, v in SPEC.items() if k != "pixels/wrist"})
 
 
 def test_torchscript_policy_matches_the_training_actor(trained: SAC, tmp_path) -> None:
@@ -84,3 +97,40 @@ def test_onnx_export_has_one_input_per_observation_key(trained: SAC, tmp_path) -
     onnx.checker.check_model(model)
     assert [i.name for i in model.graph.input] == list(SPEC)
     assert [o.name for o in model.graph.output] == ["action"]
+
+
+@pytest.mark.parametrize("agent", ["trained", "trained_state_only"])
+def test_onnxruntime_actions_match_the_torch_policy(agent: str, request, tmp_path) -> None:
+    sac: SAC = request.getfixturevalue(agent)
+    path = export_onnx(sac, tmp_path / "policy.onnx")
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    batch = {k: v for k, v in obs_batch(16, seed=99).items() if k in sac.obs_spec}
+    (actions,) = session.run(["action"], batch)
+    assert actions.shape == (16, 3) and actions.dtype == np.float32
+    # rtol as in the TorchScript test: actions reach 100 (env units), where one float32 ulp is 7.6e-6.
+    np.testing.assert_allclose(actions, sac.act(batch, deterministic=True), rtol=1e-5, atol=1e-5)
+
+
+def test_onnx_export_rejects_a_graph_that_computes_other_actions(trained: SAC, tmp_path, monkeypatch) -> None:
+    real_export = torch.onnx.export
+
+    def export_shifted(model: nn.Module, *args, **kwargs):
+        class Shifted(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = model
+
+            def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+                return self.model(*inputs) + 0.01
+
+        return real_export(Shifted(), *args, **kwargs)
+
+    monkeypatch.setattr(torch.onnx, "export", export_shifted)
+    with pytest.raises(AgentError, match=r"policy\.onnx: onnxruntime's actions differ .* by up to 0\.01$"):
+        export_onnx(trained, tmp_path / "policy.onnx")
+
+
+def test_onnx_export_works_without_onnxruntime(trained: SAC, tmp_path, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # makes `import onnxruntime` raise ImportError
+    path = export_onnx(trained, tmp_path / "policy.onnx")
+    assert [i.name for i in onnx.load(str(path)).graph.input] == list(SPEC)
