@@ -30,6 +30,7 @@ import numpy as np
 
 from calibration import CameraIntrinsics, distortion_maps, load_camera, load_hand_eye
 from calibration.transforms import opencv_to_mujoco_camera
+from robot.frames import Crop, FrameProcessor
 from sim.errors import SimError
 
 MatchMethod = Literal["intrinsic", "crop"]
@@ -289,6 +290,20 @@ class CameraRenderer:
         self._renderer.close()
 
 
+def observation_intrinsics(
+    intrinsics: CameraIntrinsics, size: int, crop: Crop = "center_square"
+) -> CameraIntrinsics:
+    """The pinhole camera of a robot env's ``size`` x ``size`` observations of a calibrated camera.
+
+    ``robot.frames.FrameProcessor.from_calibration`` undistorts each frame (keeping the calibrated camera
+    matrix), crops it as ``crop`` and resizes it; this is the camera those observations are taken with.
+    """
+    width, height = intrinsics.image_size
+    box = FrameProcessor("", size, crop).crop_box(height, width)
+    square = intrinsics.crop_and_resize(box, (size, size))
+    return CameraIntrinsics(square.camera_matrix, np.zeros(5), square.image_size)
+
+
 def load_sim_camera(
     camera_id: str,
     robot_id: str | None = None,
@@ -296,6 +311,8 @@ def load_sim_camera(
     method: MatchMethod = "intrinsic",
     T_parent_reference: np.ndarray | None = None,
     T_reference_camera: np.ndarray | None = None,
+    observation_size: int | None = None,
+    crop: Crop = "center_square",
 ) -> SimCamera:
     """Builds a matched camera from calibration files, by id.
 
@@ -308,6 +325,9 @@ def load_sim_camera(
         T_parent_reference: Pose of the hand-eye reference frame (robot base, or gripper frame for a wrist
             camera) in the MuJoCo camera's parent body frame; identity when they coincide.
         T_reference_camera: Use this pose instead of a hand-eye file.
+        observation_size: When given, match the robot env's square observations of the camera (undistorted,
+            cropped as ``crop``, resized to this side; see ``observation_intrinsics``) instead of its frames.
+        crop: How those observations are cropped (``LeRobotEnvConfig.camera_crop``).
 
     Raises:
         CalibrationError: missing or stale calibration files.
@@ -319,4 +339,7 @@ def load_sim_camera(
             raise SimError("a sim camera needs a pose: give robot_id (hand-eye file) or T_reference_camera")
         T_reference_camera = load_hand_eye(robot_id, camera_id, calibration_dir).transform
     T_parent = np.eye(4) if T_parent_reference is None else np.asarray(T_parent_reference, dtype=np.float64)
-    return match_camera(camera.intrinsics, T_parent @ T_reference_camera, method)
+    intrinsics = camera.intrinsics
+    if observation_size is not None:
+        intrinsics = observation_intrinsics(intrinsics, observation_size, crop)
+    return match_camera(intrinsics, T_parent @ T_reference_camera, method)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 
@@ -21,6 +21,21 @@ class SimConfig:
     metaworld: corner, corner2, corner3, corner4, topview, behindGripper, gripperPOV."""
     image_size: int = 128
     """Square image side in pixels."""
+    camera_calibration: dict[str, str] = field(default_factory=dict)
+    """so101: camera name -> calibration camera id (``vlmrl calibrate camera --camera-id``). That camera
+    renders what the real arm's env observes through the calibrated camera (frames undistorted, cropped as
+    ``camera_crop``, resized to ``image_size``; the real side's ``--env.camera-calibration``), so a policy
+    trained here sees the same intrinsics on the arm. Empty: the twin's own cameras."""
+    calibration_robot_id: str | None = None
+    """Robot id of hand-eye files (``vlmrl calibrate handeye --robot-id``): the calibrated cameras are also
+    placed where hand-eye calibration found them (front: eye_to_hand T_base_camera in the twin's base frame;
+    wrist: eye_in_hand T_gripper_camera, gripper frame at the tool centre point with x along the fingers and
+    y towards the left finger). None: the cameras keep the twin's poses and only the intrinsics change."""
+    calibration_dir: str | None = None
+    """Directory of the calibration files (None: $HF_LEROBOT_CALIBRATION or LeRobot's default)."""
+    camera_crop: Literal["center_square", "none"] = "center_square"
+    """How the real arm's env crops calibrated frames before resizing (its ``camera_crop``): the centre
+    square, or none (the whole frame squeezed to a square)."""
     reward: Literal["sparse", "shaped"] = "sparse"
     """sparse: 1 on success, else 0. shaped: a dense staged reward (see each task)."""
     action_mode: Literal["absolute", "delta", "ee_delta"] = "absolute"

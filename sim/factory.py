@@ -58,6 +58,31 @@ def validate_config(cfg: SimConfig) -> None:
         raise SimError(f"max_episode_steps must be positive or None, got {cfg.max_episode_steps!r}")
     if not (cfg.max_delta_deg > 0 and cfg.max_delta_gripper > 0 and cfg.max_delta_m > 0):
         raise SimError("max_delta_deg, max_delta_gripper and max_delta_m must be positive")
+    validate_camera_calibration(cfg)
+
+
+def validate_camera_calibration(cfg: SimConfig) -> None:
+    """Raise ``SimError`` for a ``camera_calibration`` that cannot apply (files are read by the env)."""
+    entries = cfg.camera_calibration
+    if not isinstance(entries, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and k and v for k, v in entries.items()
+    ):
+        raise SimError(
+            f"camera_calibration must map camera names to non-empty calibration camera ids, got {entries!r}"
+        )
+    if cfg.camera_crop not in ("center_square", "none"):
+        raise SimError(f"camera_crop must be 'center_square' or 'none', got {cfg.camera_crop!r}")
+    if not entries:
+        if cfg.calibration_robot_id is not None:
+            raise SimError("calibration_robot_id places calibrated cameras: give camera_calibration too")
+        return
+    if cfg.suite != "so101":
+        raise SimError(f"camera_calibration is supported by the so101 suite only, not {cfg.suite!r}")
+    unrendered = sorted(set(entries) - set(cfg.cameras))
+    if unrendered:
+        raise SimError(
+            f"camera_calibration names cameras {unrendered} that are not rendered (cameras: {list(cfg.cameras)})"
+        )
 
 
 def make_env(cfg: SimConfig) -> gymnasium.Env:

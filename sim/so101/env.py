@@ -14,6 +14,7 @@ from sim.config import SimConfig
 from sim.errors import SimError
 from sim.rewards import shaped_or_sparse_reward
 from sim.so101.arm import CAMERAS, SO101Sim, joint_limits
+from sim.so101.calibrated_cameras import apply_camera_calibration
 from sim.so101.kinematics import inverse_kinematics, solve_ik
 from sim.so101.tasks import TASKS, Task
 
@@ -61,6 +62,7 @@ class SO101Env(gymnasium.Env):
     ee_delta: ``EE_ACTION_NAMES`` in [-1, 1] (tool-centre-point moves through IK, then roll and gripper).
     Reward: sparse 1 on success; shaped: 1 on success, else ``progress - 1`` (in [-1, 0)), so ending the
     episode by succeeding always pays.
+    ``calibrated_cameras`` maps each camera ``camera_calibration`` names to the calibrated camera it renders.
     """
 
     metadata = {"render_modes": ["rgb_array"]}  # noqa: RUF012 (gymnasium declares it an instance variable)
@@ -76,6 +78,7 @@ class SO101Env(gymnasium.Env):
         self.task_description: str = self.task.description
         self.render_mode = "rgb_array"
         self.sim = SO101Sim(max_image_size=cfg.image_size, shadows=cfg.shadows, antialias=cfg.antialias)
+        self.calibrated_cameras = apply_camera_calibration(self.sim.model, cfg)
         self.n_substeps = max(1, round(1.0 / (cfg.control_hz * self.sim.timestep_s)))
         self.max_episode_steps = cfg.max_episode_steps or self.task.default_max_steps
         limits = joint_limits()

@@ -5,12 +5,15 @@ import sys
 import cv2
 import numpy as np
 import pytest
+import tyro
 from scipy.spatial.transform import Rotation
 
 from calibration import Board, BoardConfig, load_camera, load_hand_eye
 from calibration.synthetic import BoardScene, random_camera_poses
 from calibration.transforms import invert, make_transform, pose_difference
+from sim import make_env
 from vlmrl import cli
+from vlmrl.pipelines import train
 
 BOARD_ARGS = ["--board.kind", "charuco", "--board.squares-x", "9", "--board.squares-y", "6"]
 BOARD_ARGS += ["--board.square-size-m", "0.025", "--board.marker-size-m", "0.018"]
@@ -139,6 +142,25 @@ def test_camera_then_handeye_then_sim_camera(captures, tmp_path, capsys):
     preview = cv2.imread(str(out / "sim" / "preview.png"))
     assert preview.shape == (480, 640, 3)
     assert (out / "sim" / "camera.xml").read_text().startswith('<camera name="wrist"')
+
+    # Train on the twin with this camera: `vlmrl train --sim.cameras wrist --sim.camera-calibration wrist wrist ...`.
+    args = ["--sim.cameras", "wrist", "--sim.camera-calibration", "wrist", "wrist", "--sim.image-size", "48"]
+    args += ["--sim.calibration-robot-id", "so101_a", "--sim.calibration-dir", str(cal)]
+    sim_cfg = tyro.cli(train.Config, args=args).sim
+    assert sim_cfg.camera_calibration == {"wrist": "wrist"}
+    env = make_env(sim_cfg)
+    env.reset(seed=0)
+    model, data = env.unwrapped.sim.model, env.unwrapped.sim.data
+    tcp, wrist = model.site("tcp").id, model.camera("wrist").id
+    T_world_camera = (
+        make_transform(data.site_xmat[tcp].reshape(3, 3), data.site_xpos[tcp]) @ hand_eye.transform
+    )
+    np.testing.assert_allclose(data.cam_xpos[wrist], T_world_camera[:3, 3], atol=1e-9)
+    observed = camera.intrinsics.crop_and_resize((80, 0, 480, 480), (48, 48))  # the real env's centre crop
+    np.testing.assert_allclose(
+        env.unwrapped.calibrated_cameras["wrist"].camera_matrix, observed.camera_matrix
+    )
+    env.close()
 
 
 def _fails_cleanly(capsys, args, message, *written):
