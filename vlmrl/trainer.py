@@ -71,8 +71,15 @@ class LoopState:
 def resolve_buffer_config(cfg: TrainConfig, scorer_id: str) -> BufferConfig:
     """The buffer config a run uses: the replay mode's sampler, aux reward wiring, the run's seed."""
     sampler_type = SAMPLER_FOR_REPLAY[cfg.replay]
+    settings: dict[str, SamplerConfig] = {
+        "per": cfg.per_sampler,
+        "vlm": cfg.vlm_sampler,
+        "vlm_td": cfg.vlm_td_sampler,
+    }
     sampler: SamplerConfig = (
-        cfg.buffer.sampler if isinstance(cfg.buffer.sampler, sampler_type) else sampler_type()
+        cfg.buffer.sampler
+        if isinstance(cfg.buffer.sampler, sampler_type)
+        else settings.get(cfg.replay, sampler_type())
     )
     return dataclasses.replace(
         cfg.buffer,

@@ -262,3 +262,25 @@ def test_demonstrations_need_the_twin(tmp_path) -> None:
     base = tiny(tmp_path / "b")
     with pytest.raises(ConfigError, match="scripted expert"):
         main(dataclasses.replace(base, sim=dataclasses.replace(base.sim, suite="robosuite"), demo_episodes=1))
+
+
+def test_replay_sampler_settings_come_from_the_command_line() -> None:
+    import tyro
+
+    from buffer.config import PERSamplerConfig, VLMMixSamplerConfig
+    from vlmrl import trainer
+    from vlmrl.pipelines import train
+
+    args = ["--replay", "vlm", "--vlm-sampler.warmup-steps", "2000", "--vlm-sampler.lambda-end", "0.8"]
+    cfg = tyro.cli(train.Config, args=args)
+    sampler = trainer.resolve_buffer_config(cfg, "oracle").sampler
+    assert isinstance(sampler, VLMMixSamplerConfig)
+    assert (sampler.warmup_steps, sampler.lambda_end) == (2000, 0.8)
+    cfg = tyro.cli(train.Config, args=["--replay", "per", "--per-sampler.alpha", "0.9"])
+    sampler = trainer.resolve_buffer_config(cfg, "oracle").sampler
+    assert isinstance(sampler, PERSamplerConfig) and sampler.alpha == 0.9
+    # A sampler of the replay's kind set on the buffer config (the Python API) still wins.
+    cfg = dataclasses.replace(
+        cfg, buffer=dataclasses.replace(cfg.buffer, sampler=PERSamplerConfig(alpha=0.3))
+    )
+    assert trainer.resolve_buffer_config(cfg, "oracle").sampler.alpha == 0.3

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 import tyro
 
 from agents.config import SACConfig
-from buffer.config import BufferConfig
+from buffer.config import BufferConfig, PERSamplerConfig, VLMMixSamplerConfig, VLMTDSamplerConfig
 from sim.config import SimConfig
 from vlm.config import AuxRewardConfig, CLIPConfig, HFConfig, OpenAIConfig, OracleConfig, WorkerConfig
 
@@ -52,6 +52,14 @@ class TrainConfig:
     """Replay storage; ``replay`` picks the sampler (a sampler config of that kind keeps its settings)."""
     replay: ReplayMode = "vlm"
     """Replay: uniform, per (TD-error priorities), vlm (VLM-score / uniform mix), vlm_td (score x TD)."""
+    # Plain (frozen, shared) defaults rather than default_factory: a class-level default lets checkpoints
+    # pickled before these fields existed load and resume.
+    vlm_sampler: VLMMixSamplerConfig = VLMMixSamplerConfig()  # noqa: RUF009
+    """Settings of ``--replay vlm``: mixing weight and its warm-up, score exponent, importance weights."""
+    per_sampler: PERSamplerConfig = PERSamplerConfig()  # noqa: RUF009
+    """Settings of ``--replay per``."""
+    vlm_td_sampler: VLMTDSamplerConfig = VLMTDSamplerConfig()  # noqa: RUF009
+    """Settings of ``--replay vlm_td``."""
     scorer: ScorerChoice = field(default_factory=OracleConfig)
     """Clip scorer; oracle (privileged sim progress) needs no model. Unreachable VLMs fail at start."""
     prompt: str = ""
