@@ -33,7 +33,8 @@ def setting(row: dict) -> tuple[str, str, float, float]:
     """(task variant, mode, noise, aux weight); runs with demonstrations are their own variant."""
     demos = int(row.get("demo_episodes", 0))
     task = f"{row['task']}-demos{demos}" if demos else row["task"]
-    return task, row["mode"], float(row["noise"]), float(row["aux_weight"])
+    mode = f"{row['mode']}[{row['variant']}]" if row.get("variant") else row["mode"]
+    return task, mode, float(row["noise"]), float(row["aux_weight"])
 
 
 def task_title(task: str) -> str:

@@ -39,12 +39,16 @@ class RunSpec:
     eval_every_steps: int
     eval_episodes: int
     demo_episodes: int = 0
+    variant: str = ""
+    """A name for the extra `vlmrl train` options of this invocation (empty: the defaults)."""
+    train_args: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
         demos = f"-demos{self.demo_episodes}" if self.demo_episodes else ""
+        variant = f"-{self.variant}" if self.variant else ""
         return (
-            f"{self.task}{demos}-{self.mode}-noise{self.noise:g}-aux{self.aux_weight:g}-seed{self.seed}"
+            f"{self.task}{demos}-{self.mode}{variant}-noise{self.noise:g}-aux{self.aux_weight:g}-seed{self.seed}"
             f"-steps{self.total_steps}"
         )
 
@@ -71,12 +75,14 @@ def grid(args: argparse.Namespace) -> list[RunSpec]:
                         args.eval_every_steps,
                         args.eval_episodes,
                         args.demo_episodes,
+                        args.variant,
+                        tuple(args.train_arg),
                     )
                 )
     return specs
 
 
-def train_command(spec: RunSpec, run_dir: Path, extra: list[str]) -> list[str]:
+def train_command(spec: RunSpec, run_dir: Path) -> list[str]:
     if (run_dir / "checkpoint").exists():
         return [sys.executable, "-m", "vlmrl", "train", "--resume", str(run_dir), "--no-progress"]
     cmd = [
@@ -88,7 +94,7 @@ def train_command(spec: RunSpec, run_dir: Path, extra: list[str]) -> list[str]:
         "--checkpoint-every-steps", str(spec.eval_every_steps),
         "--aux-reward-weight", str(spec.aux_weight), "--demo-episodes", str(spec.demo_episodes),
         "--video-episodes", "0", "--no-progress", "--torch-threads", "1",
-        "--run-dir", str(run_dir), *extra,
+        "--run-dir", str(run_dir), *spec.train_args,
     ]  # fmt: skip
     if spec.uses_scorer:
         cmd += ["scorer:oracle", "--scorer.noise", str(spec.noise), "--scorer.seed", str(spec.seed)]
@@ -121,15 +127,13 @@ def mean_scalar(run_dir: Path, tag: str) -> float | None:
     return float(sum(e.value for e in acc.Scalars(tag)) / max(1, len(acc.Scalars(tag))))
 
 
-def run_one(spec: RunSpec, out: Path, extra: list[str], lock: threading.Lock, log) -> dict | None:
+def run_one(spec: RunSpec, out: Path, lock: threading.Lock, log) -> dict | None:
     run_dir = out / "runs" / spec.name
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     with open(run_dir.with_suffix(".log"), "a") as stdout:
-        proc = subprocess.run(
-            train_command(spec, run_dir, extra), stdout=stdout, stderr=subprocess.STDOUT, env=env
-        )
+        proc = subprocess.run(train_command(spec, run_dir), stdout=stdout, stderr=subprocess.STDOUT, env=env)
     if proc.returncode != 0:
         log(f"FAILED {spec.name} (exit {proc.returncode}); see {run_dir.with_suffix('.log')}")
         return None
@@ -175,9 +179,19 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="one seed, noise 0.2, a short budget")
     parser.add_argument("--json", type=Path, help="write a summary of this invocation's runs here")
     parser.add_argument(
-        "--train-arg", action="append", default=[], help="extra `vlmrl train` option (repeatable)"
+        "--train-arg",
+        action="append",
+        default=[],
+        help="extra `vlmrl train` option, written --train-arg=--opt=value (repeatable); name them with --variant",
+    )
+    parser.add_argument(
+        "--variant",
+        default="",
+        help="name of this invocation's --train-arg options (in run names and the table)",
     )
     args = parser.parse_args()
+    if args.train_arg and not args.variant:
+        parser.error("--train-arg needs --variant NAME: runs with other options must not share names")
     if args.quick:
         args.seeds, args.noise, args.aux_weights = args.seeds[:1], [0.2], [0.0]
         args.total_steps, args.eval_every_steps, args.eval_episodes = 3_000, 1_000, 5
@@ -195,7 +209,7 @@ def main() -> int:
 
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
-        records = list(pool.map(lambda s: run_one(s, args.out, args.train_arg, lock, log), todo))
+        records = list(pool.map(lambda s: run_one(s, args.out, lock, log), todo))
     failed = sum(r is None for r in records)
     summary = {
         "runs_in_grid": len(specs),

@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def load(name):
     spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -82,3 +83,23 @@ def test_readme_results_section_is_generated_from_the_committed_files():
         text=True,
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_variant_names_its_runs_and_passes_its_options_to_vlmrl_train(tmp_path):
+    import argparse
+
+    experiment = load("replay_experiment")
+    common = dict(tasks=["lift"], modes=["uniform", "vlm"], noise=[0.2], aux_weights=[0.0], seeds=[0])
+    common.update(total_steps=1000, eval_every_steps=500, eval_episodes=2, demo_episodes=5)
+    plain = experiment.grid(argparse.Namespace(**common, variant="", train_arg=[]))
+    warm = experiment.grid(
+        argparse.Namespace(**common, variant="warmup2k", train_arg=["--vlm-sampler.warmup-steps=2000"])
+    )
+    assert {s.name for s in plain}.isdisjoint({s.name for s in warm})
+    vlm = next(s for s in warm if s.mode == "vlm")
+    assert vlm.name == "lift-demos5-vlm-warmup2k-noise0.2-aux0-seed0-steps1000"
+    command = experiment.train_command(vlm, tmp_path / "run")
+    assert "--vlm-sampler.warmup-steps=2000" in command
+    assert command[command.index("--demo-episodes") + 1] == "5"
+    row = {**run("vlm", 0.2, 0, [0.0, 0.1, 0.2, 0.3]), "variant": "warmup2k"}
+    assert "vlm[warmup2k] noise=0.2" in analysis.analyse([row])["lift"]["settings"]
