@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ SAMPLER_FOR_REPLAY: dict[str, type] = {
 TD_PRIORITY_REPLAYS = ("per", "vlm_td")
 TRAIN_SEED_STRIDE = 100_000
 """Training episode e of a run with seed s resets with seed s * TRAIN_SEED_STRIDE + e."""
+CAMERAS_FILE = "cameras.json"
+"""Run-directory file with the calibrated twin cameras the run renders (SimCamera summaries)."""
 DEMO_SEED_OFFSET = 90_000
 """Demonstration episode d of a run with seed s resets with seed s * TRAIN_SEED_STRIDE + DEMO_SEED_OFFSET + d."""
 
@@ -184,16 +187,47 @@ class Trainer:
             raise ConfigError(
                 f"run directory {run_dir} already holds a run; continue it with --resume {run_dir}"
             )
+        created = not run_dir.exists()
         run_dir.mkdir(parents=True, exist_ok=True)
         cfg = dataclasses.replace(cfg, run_dir=str(run_dir))
         (run_dir / "config.json").write_text(json.dumps(resolved_dict(cfg), indent=2, default=str))
-        return cls(cfg, run_dir)
+        try:
+            trainer = cls(cfg, run_dir)
+        except BaseException:
+            if created:  # a bad env/scorer/buffer setting leaves nothing behind
+                shutil.rmtree(run_dir, ignore_errors=True)
+            raise
+        trainer._record_cameras()
+        return trainer
+
+    def _record_cameras(self) -> None:
+        """Write the calibrated cameras the twin renders (cameras.json), so a resume can tell if they changed."""
+        cameras = getattr(self.env.unwrapped, "calibrated_cameras", {})
+        if cameras:
+            summary = {name: camera.summary() for name, camera in cameras.items()}
+            (self.run_dir / CAMERAS_FILE).write_text(json.dumps(summary, indent=2))
+
+    def _check_cameras(self) -> None:
+        """Warn when a resumed run's calibration files now give other cameras than the run started with."""
+        path = self.run_dir / CAMERAS_FILE
+        cameras = getattr(self.env.unwrapped, "calibrated_cameras", {})
+        if not path.exists() and not cameras:
+            return
+        recorded = json.loads(path.read_text()) if path.exists() else {}
+        now = json.loads(json.dumps({name: camera.summary() for name, camera in cameras.items()}))
+        if recorded != now:
+            print(
+                f"vlmrl train: warning: the calibrated cameras differ from those recorded in {path} when the run "
+                "started (calibration files changed?); the resumed run renders the new ones"
+            )
 
     @classmethod
     def resume(cls, run_dir: Path) -> Trainer:
         """Continue a run from its checkpoint with its saved config."""
         checkpoint = load_checkpoint(run_dir)
-        return cls(checkpoint["config"], run_dir, checkpoint)
+        trainer = cls(checkpoint["config"], run_dir, checkpoint)
+        trainer._check_cameras()
+        return trainer
 
     def _make_buffer(
         self, obs_spec: dict, action_dim: int, checkpoint: dict[str, Any] | None

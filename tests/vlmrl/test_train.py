@@ -284,3 +284,35 @@ def test_replay_sampler_settings_come_from_the_command_line() -> None:
         cfg, buffer=dataclasses.replace(cfg.buffer, sampler=PERSamplerConfig(alpha=0.3))
     )
     assert trainer.resolve_buffer_config(cfg, "oracle").sampler.alpha == 0.3
+
+
+def test_calibrated_cameras_are_recorded_and_a_changed_calibration_warns_on_resume(tmp_path, capsys) -> None:
+    from calibration import CameraIntrinsics, save_camera
+
+    calib = tmp_path / "calibration"
+    camera_matrix = np.array([[520.0, 0.0, 333.5], [0.0, 515.0, 230.5], [0.0, 0.0, 1.0]])
+    save_camera("front_cam", CameraIntrinsics(camera_matrix, np.zeros(5), (640, 480)), 0.2, calib)
+    run = tmp_path / "run"
+    base = with_camera(run, total_steps=60, learning_starts=30)
+    sim = dataclasses.replace(base.sim, camera_calibration={"front": "front_cam"}, calibration_dir=str(calib))
+    cfg = dataclasses.replace(base, sim=sim)
+    assert main(dataclasses.replace(cfg, stop_after_steps=30)) == 0
+    recorded = json.loads((run / "cameras.json").read_text())
+    assert recorded["front"]["camera_matrix"]  # what the run rendered, for later comparison
+    capsys.readouterr()
+    camera_matrix[0, 0] = 600.0  # the camera is recalibrated between the two invocations
+    save_camera("front_cam", CameraIntrinsics(camera_matrix, np.zeros(5), (640, 480)), 0.2, calib)
+    assert main(TrainConfig(resume=str(run), progress=False)) == 0
+    assert "calibrated cameras differ" in capsys.readouterr().out
+
+
+def test_a_run_that_cannot_start_leaves_no_run_directory(tmp_path) -> None:
+    from sim.errors import SimError
+
+    base = with_camera(tmp_path / "run")
+    sim = dataclasses.replace(
+        base.sim, camera_calibration={"front": "missing"}, calibration_dir=str(tmp_path)
+    )
+    with pytest.raises(SimError, match="missing"):
+        main(dataclasses.replace(base, sim=sim))
+    assert not (tmp_path / "run").exists()
