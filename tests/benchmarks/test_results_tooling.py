@@ -54,7 +54,7 @@ def test_analysis_compares_each_setting_with_uniform():
     assert vlm["step_saving_vs_uniform"] == pytest.approx(0.5)  # uniform needs 4000
     assert vlm["curve"]["ci95"][2] > 0  # seeds disagree at 3000 steps: a band, not a line
     table = analysis.markdown(analysis.analyse(rows))
-    assert "| vlm noise=0.2 | 2 | 4,000 | 70% ± 10% | +40% | 2,000 | +50% |" in table
+    assert "| vlm noise=0.2 | 2 | 4,000 | 70% ± 10% | +40% | 2,000 | +50% | 50% |" in table
 
 
 def test_runs_with_demonstrations_are_their_own_variant_with_the_replayed_demo_share():
@@ -71,7 +71,7 @@ def test_runs_with_demonstrations_are_their_own_variant_with_the_replayed_demo_s
     )
     table = analysis.markdown(summary)
     assert "25 scripted demonstrations in the buffer" in table
-    assert "| vlm noise=0.2 | 1 | 4,000 | 40% ± 0% | +100% | 2,000 | +33% | 30.0% |" in table
+    assert "| vlm noise=0.2 | 1 | 4,000 | 40% ± 0% | +100% | 2,000 | +33% | 25% | 30.0% |" in table
     plain_table = table.split("**SO-101 twin `lift`, sparse reward, 25")[0]
     assert "replayed demos" not in plain_table
 
