@@ -2,11 +2,12 @@
 
 Public names: ``Clip``, the ``Scorer`` protocol, the backend configs, ``make_scorer`` and
 ``check_reachable``, the prompts helpers, the ``ScoringWorker`` with its ``ClipRequest``,
-``aux_rewards`` and ``fit_calibration``/``ScoreCalibration``.
+``aux_rewards``, ``fit_calibration``/``ScoreCalibration`` and ``apply_calibration``/``CalibratedScorer``.
 Backends load torch/transformers/httpx only when built.
 """
 
 from vlm.aux_reward import aux_rewards
+from vlm.calibrated_scorer import CalibratedScorer, apply_calibration
 from vlm.clip import Clip, as_clip, as_clips, subsample_indices
 from vlm.config import (
     AuxRewardConfig,
@@ -28,6 +29,7 @@ from vlm.worker import ClipRequest, ScoringWorker
 __all__ = [
     "AuxRewardConfig",
     "CLIPConfig",
+    "CalibratedScorer",
     "Clip",
     "ClipRequest",
     "HFConfig",
@@ -40,6 +42,7 @@ __all__ = [
     "ServerConfig",
     "VLMError",
     "WorkerConfig",
+    "apply_calibration",
     "as_clip",
     "as_clips",
     "aux_rewards",

@@ -129,13 +129,21 @@ def scorer_sentence(scorer: Any, cfg: Any) -> str:
     """Plain words about which scorer steered this run."""
     if scorer is None:
         return "No scorer: the sim has no camera, so no clips were scored (replay and reward are the env's)."
+    calibration = getattr(scorer, "calibration", None)
+    calibrated = (
+        ""
+        if calibration is None
+        else f" Its scores went through the score calibration `{cfg.score_calibration}` (temperature "
+        f"{calibration.temperature:.3g}, fitted on {calibration.n_clips} clips, ECE {calibration.ece_before:.3f} "
+        f"-> {calibration.ece:.3f})."
+    )
     if cfg.scorer.kind == "oracle":
         return (
             f"Scorer: **oracle** (`{scorer.scorer_id}`): the simulator's privileged task progress, not a VLM. "
             "It is the upper bound a VLM scorer can reach; run `scorer:hf --scorer.model <id>` or "
-            "`scorer:openai --scorer.base-url <url>` for a real VLM."
+            f"`scorer:openai --scorer.base-url <url>` for a real VLM.{calibrated}"
         )
-    return f"Scorer: **{cfg.scorer.kind}** (`{scorer.scorer_id}`, model `{scorer.model_id}`)."
+    return f"Scorer: **{cfg.scorer.kind}** (`{scorer.scorer_id}`, model `{scorer.model_id}`).{calibrated}"
 
 
 def write_report(

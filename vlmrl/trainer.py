@@ -30,6 +30,7 @@ from buffer import (
 from buffer.config import BufferConfig, SamplerConfig
 from robot.contract import JOINT_KEYS, PIXELS_PREFIX, STATE_KEY, env_spec
 from sim import make_env
+from vlm import Scorer, VLMError, apply_calibration
 from vlmrl.checkpoint import load_checkpoint, memory_buffer_path, save_checkpoint
 from vlmrl.errors import ConfigError
 from vlmrl.evaluation import EvalResult, eval_seeds, evaluate
@@ -49,6 +50,8 @@ TRAIN_SEED_STRIDE = 100_000
 """Training episode e of a run with seed s resets with seed s * TRAIN_SEED_STRIDE + e."""
 CAMERAS_FILE = "cameras.json"
 """Run-directory file with the calibrated twin cameras the run renders (SimCamera summaries)."""
+SCORE_CALIBRATION_FILE = "score_calibration.json"
+"""Run-directory copy of ``--score-calibration``: a resume reads it, so an edited file cannot change it."""
 DEMO_SEED_OFFSET = 90_000
 """Demonstration episode d of a run with seed s resets with seed s * TRAIN_SEED_STRIDE + DEMO_SEED_OFFSET + d."""
 
@@ -149,10 +152,12 @@ class Trainer:
             from vlm import make_prompt, make_scorer, task_prompt
 
             scorer = make_scorer(cfg.scorer)  # fails fast, one line, if the VLM cannot be reached
-            self.scorer_id = scorer.scorer_id
             self.prompt = cfg.prompt or (
                 task_prompt(cfg.sim.task) if cfg.sim.suite == "so101" else make_prompt(spec.task_description)
             )
+            if cfg.score_calibration:
+                scorer = self._calibrated(scorer, resuming=checkpoint is not None)
+            self.scorer_id = scorer.scorer_id
         self.buffer_cfg = resolve_buffer_config(cfg, self.scorer_id)
         self.buffer = self._make_buffer(
             {k: full_spec[k] for k in self.stored_keys}, spec.action_shape[0], checkpoint
@@ -174,6 +179,21 @@ class Trainer:
         self._snapshot: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------------------------ building
+    def _calibrated(self, scorer: Scorer, resuming: bool) -> Scorer:
+        """``scorer`` through the run's score calibration: a new run reads ``--score-calibration`` and keeps
+        a copy in the run directory, a resume reads the copy. Closes ``scorer`` when the file is refused."""
+        copy = self.run_dir / SCORE_CALIBRATION_FILE
+        source = copy if resuming else self.cfg.score_calibration
+        assert source is not None
+        try:
+            calibrated = apply_calibration(scorer, source, self.prompt)
+        except VLMError:
+            scorer.close()
+            raise
+        if not resuming:
+            calibrated.calibration.save(copy)
+        return calibrated
+
     @classmethod
     def create(cls, cfg: TrainConfig) -> Trainer:
         """A new run; refuses a directory that already holds a checkpoint (use --resume)."""

@@ -5,10 +5,30 @@ import threading
 import numpy as np
 import pytest
 
-from vlm import CLIPConfig, HFConfig, OpenAIConfig, OracleConfig, Scorer, VLMError, make_scorer
+from vlm import (
+    CLIPConfig,
+    HFConfig,
+    OpenAIConfig,
+    OracleConfig,
+    ScoreCalibration,
+    Scorer,
+    VLMError,
+    apply_calibration,
+    make_scorer,
+    prompt_hash,
+)
 
 PROMPT = "Did the robot push the cube onto the target? Answer yes or no."
-BACKENDS = ["oracle", "oracle-noisy", "hf-qwen2-vl", "hf-idefics3", "clip", "siglip", "openai"]
+BACKENDS = [
+    "oracle",
+    "oracle-noisy",
+    "oracle-calibrated",
+    "hf-qwen2-vl",
+    "hf-idefics3",
+    "clip",
+    "siglip",
+    "openai",
+]
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
@@ -24,6 +44,13 @@ def scorer(request):
         server = request.getfixturevalue("hf_server")
         cfg = OpenAIConfig(base_url=server.url, api_key="sekret", num_frames=3, image_format="png")
     built = make_scorer(cfg)
+    if name == "oracle-calibrated":  # the wrapper every pipeline puts around a scorer given a calibration
+        path = request.getfixturevalue("tmp_path_factory").mktemp("cal") / "cal.json"
+        figures = dict(threshold=0.5, auc=1.0, accuracy=1.0, ece=0.0, ece_before=0.0, n_clips=2)
+        ScoreCalibration(
+            scorer_id="oracle", prompt_hash=prompt_hash(PROMPT), temperature=2.0, **figures
+        ).save(path)
+        built = apply_calibration(built, path, PROMPT)
     yield built
     built.close()
 

@@ -316,3 +316,55 @@ def test_a_run_that_cannot_start_leaves_no_run_directory(tmp_path) -> None:
     with pytest.raises(SimError, match="missing"):
         main(dataclasses.replace(base, sim=sim))
     assert not (tmp_path / "run").exists()
+
+
+def test_a_score_calibration_maps_the_clip_scores_and_a_resume_uses_the_runs_copy(tmp_path) -> None:
+    from buffer import make_buffer
+    from buffer.clips import clip_rows, plan_clips
+    from vlm import ScoreCalibration, VLMError, prompt_hash, task_prompt
+
+    def save(temperature: float, scorer_id: str = "oracle") -> Path:
+        return ScoreCalibration(
+            scorer_id=scorer_id,
+            prompt_hash=prompt_hash(task_prompt("reach")),
+            temperature=temperature,
+            threshold=0.5,
+            auc=0.9,
+            accuracy=0.9,
+            ece=0.05,
+            ece_before=0.2,
+            n_clips=40,
+        ).save(tmp_path / "cal.json")
+
+    refused = with_camera(tmp_path / "refused", score_calibration=save(2.0, scorer_id="oracle-noise0.3"))
+    with pytest.raises(VLMError, match=r"calibrates scorer 'oracle-noise0\.3', not 'oracle'"):
+        main(refused)
+    assert not (tmp_path / "refused").exists()
+    run = tmp_path / "run"
+    cfg = with_camera(run, total_steps=60, learning_starts=30, score_calibration=save(2.0))
+    assert main(dataclasses.replace(cfg, stop_after_steps=30)) == 0
+    save(3.0)  # the file changes between the invocations; the resumed run keeps the copy it started with
+    assert main(TrainConfig(resume=str(run), progress=False)) == 0
+    assert ScoreCalibration.load(run / "score_calibration.json").temperature == 2.0
+    assert "score calibration" in (run / "report.md").read_text()
+    checkpoint = load_checkpoint(run)
+    buffer = make_buffer(
+        dataclasses.replace(cfg.buffer, sampler=checkpoint["config"].buffer.sampler),
+        {"state": ((23,), np.dtype(np.float32)), "pixels/front": ((32, 32, 3), np.dtype(np.uint8))},
+        6,
+        path=str(run / "buffer.zarr"),
+    )
+    try:
+        assert [c for c in buffer.storage.columns() if c.startswith("scores/")] == ["scores/oracle-cal2"]
+        episodes = buffer.storage.episodes()
+        for episode in range(episodes.first, episodes.first + episodes.count):
+            start, end = episodes.bounds(episode)
+            clips = plan_clips(episode, start, end, 4, 2, "pixels/front")
+            progress = np.array(
+                [buffer.storage.read("info/progress", clip_rows(c, start))[-1] for c in clips]
+            )
+            stored = buffer.storage.read("scores/oracle-cal2", np.array([c.clip_id for c in clips]))
+            logit = np.log(np.clip(progress, 1e-6, 1 - 1e-6)) - np.log1p(-np.clip(progress, 1e-6, 1 - 1e-6))
+            np.testing.assert_allclose(stored, 1 / (1 + np.exp(-logit / 2.0)), atol=1e-5)
+    finally:
+        buffer.close()

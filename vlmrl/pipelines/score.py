@@ -10,6 +10,14 @@ LeRobotDataset (v2.1 or v3.0, read through ``buffer.io``; its own files are neve
 ``vlmrl_scores/<scorer_id>.parquet`` (one row per frame: episode_index, frame_index, score, aux_reward). The
 report (``out_dir``) holds one video per episode with the score curve under the frames, ``summary.md``
 (a table), ``summary.json`` and ``index.html``.
+
+Score calibration (``vlm.score_calibration``): ``--fit-score-calibration cal.json`` fits a temperature
+and threshold to this scorer's raw clip scores against the episodes' success labels (``clip_labels``)
+and writes them with the scorer id and prompt hash; ``--score-calibration cal.json`` (here and in
+``vlmrl train``) then maps the scores through it, stored as ``<scorer_id>-cal<temperature>``:
+
+    vlmrl score runs/record/episodes.zarr scorer:oracle --scorer.noise 0.3 --fit-score-calibration cal.json
+    vlmrl score runs/record/episodes.zarr scorer:oracle --scorer.noise 0.3 --score-calibration cal.json
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ ScorerChoice = (
 )
 
 
+@tyro.conf.configure(tyro.conf.CascadeSubcommandArgs)  # options may follow the scorer subcommand
 @dataclass(frozen=True, kw_only=True)
 class Config:
     """vlmrl score: score recorded episodes with a VLM and write a report."""
@@ -57,6 +66,12 @@ class Config:
     """How clip scores become per-step auxiliary rewards."""
     out_dir: Path | None = None
     """Report directory (None: ``<episodes>-report`` beside the data)."""
+    score_calibration: Path | None = None
+    """Score calibration JSON (from ``--fit-score-calibration``) to map the scores through; it must have
+    been fitted for this scorer and prompt. The calibrated scores go beside the raw ones."""
+    fit_score_calibration: Path | None = None
+    """Fit a score calibration on the raw scores of the clips, labelled by the episodes' ``success`` info
+    (see ``clip_labels``), and write it here as JSON; its figures before and after go into the report."""
 
 
 class EpisodeSource:
@@ -193,17 +208,20 @@ def step_scores(n_steps: int, clips: list[Any], scores: np.ndarray) -> np.ndarra
 def main(cfg: Config) -> int:
     """Score every episode; returns 0."""
     from sim.video import write_video
-    from vlm import Clip, make_prompt, make_scorer
+    from vlm import Clip, apply_calibration, make_prompt, make_scorer
     from vlm.aux_reward import aux_rewards
     from vlm.prompts import clip_goal_prompt
 
     if cfg.clip_length < 1 or cfg.clip_stride < 1:
         raise ConfigError("--clip-length and --clip-stride must be at least 1")
+    if cfg.score_calibration and cfg.fit_score_calibration:
+        raise ConfigError("--fit-score-calibration fits the scorer's raw scores; drop --score-calibration")
     if not cfg.episodes.exists():
         raise ConfigError(f"EPISODES {cfg.episodes}: no such file or directory")
     source = EpisodeSource(cfg.episodes, cfg)
     out_dir = cfg.out_dir or cfg.episodes.parent / f"{cfg.episodes.name}-report"
     rows = []
+    raw_scores: list[np.ndarray] = []
     try:
         episodes = source.episodes()
         if not episodes:
@@ -212,12 +230,16 @@ def main(cfg: Config) -> int:
         if not goal:
             raise ConfigError(f"{cfg.episodes}: no task sentence stored; pass --prompt")
         prompt = cfg.prompt or (clip_goal_prompt(goal) if cfg.scorer.kind == "clip" else make_prompt(goal))
-        write_config(cfg, out_dir)
-        scorer = make_scorer(cfg.scorer)
         clips_of: dict[int, list[Any]] = {}
         for ref in source.buffer.new_clips():
             clips_of.setdefault(ref.episode, []).append(ref)
+        # Labels first: data that cannot be calibrated fails before the (slow) scoring.
+        labels = episode_labels(source, clips_of) if cfg.fit_score_calibration else None
+        write_config(cfg, out_dir)
+        scorer = make_scorer(cfg.scorer)
         try:
+            if cfg.score_calibration:
+                scorer = apply_calibration(scorer, cfg.score_calibration, prompt)
             for episode in episodes:
                 start, end = source.buffer.episode_rows(episode)
                 n_rows = end - start
@@ -229,6 +251,7 @@ def main(cfg: Config) -> int:
                 clips = clips_of.get(episode, [])
                 batch = [Clip(*source.buffer.read_clip(c)) for c in clips]
                 scores = scorer.score(batch, prompt) if batch else np.zeros(0, np.float32)
+                raw_scores.append(scores)
                 n_transitions = n_rows - 1
                 last_steps = np.array(
                     [min(c.start + (c.length - 1) * c.stride, n_transitions) for c in clips]
@@ -258,9 +281,83 @@ def main(cfg: Config) -> int:
             scorer.close()
     finally:
         source.close()
-    write_summary(out_dir, rows, scorer.scorer_id, prompt)
+    calibration = None
+    if cfg.fit_score_calibration and labels is not None:
+        calibration = fit_score_calibration(
+            cfg.fit_score_calibration, np.concatenate(raw_scores), labels, scorer.scorer_id, prompt
+        )
+    write_summary(out_dir, rows, scorer.scorer_id, prompt, calibration)
     print(f"score: {len(rows)} episode(s) scored by {scorer.scorer_id} -> {out_dir / 'summary.md'}")
     return 0
+
+
+def clip_labels(success: np.ndarray, clips: list[Any]) -> np.ndarray:
+    """bool [n_clips]: has the episode succeeded by the end of the steps each clip's score covers?
+
+    A clip's score stands for the transitions from its first frame to the next clip's first frame (the
+    last clip: to the episode's final observation), so its label is whether the per-row ``success`` info
+    is set at any row up to that end. Episodes end at success (``LeRobotEnv``), so success shows on the
+    final observation only, which the clips' frames often miss (it depends on the episode's length);
+    labelling by the clip's own frames would leave many recordings without a successful clip.
+    """
+    reached = np.maximum.accumulate(np.asarray(success) > 0)
+    last_row = len(reached) - 1
+    return np.array([reached[min(c.start + c.length * c.stride, last_row)] for c in clips], bool)
+
+
+def episode_labels(source: EpisodeSource, clips_of: dict[int, list[Any]]) -> np.ndarray:
+    """Labels of every clip in episode order (``clip_labels``); one-line ConfigError when the episodes
+    store no success info or their clips are all of one class."""
+    if "success" not in source.buffer.info_keys:
+        raise ConfigError(
+            f"--fit-score-calibration: {source.path} stores no per-step success info to label clips with "
+            "(vlmrl record writes info/success; a LeRobotDataset needs an info.success or next.success column)"
+        )
+    labels = []
+    for episode in source.episodes():
+        start, end = source.buffer.episode_rows(episode)
+        success = source.buffer.storage.read("info/success", np.arange(start, end))
+        labels.append(clip_labels(success, clips_of.get(episode, [])))
+    flat = np.concatenate(labels) if labels else np.zeros(0, bool)
+    if flat.all() or not flat.any():
+        missing, have = ("failed", "success") if flat.all() else ("successful", "failure")
+        raise ConfigError(
+            f"--fit-score-calibration: all {len(flat)} clips of {source.path} are labelled {have} by its "
+            f"success info; calibration needs {missing} clips too (record {missing} episodes as well)"
+        )
+    return flat
+
+
+def fit_score_calibration(
+    path: Path, scores: np.ndarray, labels: np.ndarray, scorer_id: str, prompt: str
+) -> dict[str, Any]:
+    """Fit, write ``path`` and print the figures; returns them for the report. Accuracy before is that of
+    the raw score at 0.5, after that of the calibrated score at the fitted threshold."""
+    from vlm.prompts import prompt_hash
+    from vlm.score_calibration import accuracy, fit_calibration
+
+    cal = fit_calibration(scores, labels, scorer_id=scorer_id, prompt_hash=prompt_hash(prompt))
+    cal.save(path)
+    figures = {
+        "file": str(path),
+        "clips": cal.n_clips,
+        "successes": int(np.sum(labels)),
+        "temperature": cal.temperature,
+        "threshold": cal.threshold,
+        "auc": cal.auc,
+        "accuracy_before": accuracy(scores, labels, 0.5),
+        "accuracy_after": cal.accuracy,
+        "ece_before": cal.ece_before,
+        "ece_after": cal.ece,
+    }
+    print(
+        f"score: calibration of {scorer_id} on {cal.n_clips} clips ({figures['successes']} successful): "
+        f"temperature {cal.temperature:.3g}, threshold {cal.threshold:.3f} -> {path}\n"
+        f"score:   AUC {cal.auc:.3f} (temperature keeps the ranking); accuracy "
+        f"{figures['accuracy_before']:.3f} at 0.5 -> {cal.accuracy:.3f} at {cal.threshold:.3f}; "
+        f"ECE {cal.ece_before:.3f} -> {cal.ece:.3f}"
+    )
+    return figures
 
 
 def compose_report_frames(
@@ -303,11 +400,19 @@ def compose_report_frames(
     return out
 
 
-def write_summary(out_dir: Path, rows: list[dict[str, Any]], scorer_id: str, prompt: str) -> None:
-    """summary.json, summary.md (a table) and index.html (the table with the videos)."""
-    (out_dir / "summary.json").write_text(
-        json.dumps({"scorer_id": scorer_id, "prompt": prompt, "episodes": rows}, indent=2) + "\n"
-    )
+def write_summary(
+    out_dir: Path,
+    rows: list[dict[str, Any]],
+    scorer_id: str,
+    prompt: str,
+    calibration: dict[str, Any] | None = None,
+) -> None:
+    """summary.json, summary.md (a table, and the fitted calibration's figures) and index.html (the
+    table with the videos)."""
+    summary: dict[str, Any] = {"scorer_id": scorer_id, "prompt": prompt, "episodes": rows}
+    if calibration is not None:
+        summary["calibration"] = calibration
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     cols = ["episode", "steps", "clips", "mean_score", "final_score", "aux_return", "success", "video"]
 
     def cell(v: Any) -> str:
@@ -326,6 +431,21 @@ def write_summary(out_dir: Path, rows: list[dict[str, Any]], scorer_id: str, pro
         lines += [
             "",
             f"Mean score over {len(rows)} episode(s): {np.mean([r['mean_score'] for r in rows]):.3f}",
+        ]
+    if calibration is not None:
+        c = calibration
+        lines += [
+            "",
+            f"## Score calibration fitted on {c['clips']} clips ({c['successes']} successful)",
+            "",
+            f"Written to `{c['file']}`: temperature {c['temperature']:.3g}, threshold {c['threshold']:.3f}.",
+            "",
+            "| figure | raw scores | calibrated |",
+            "|---|---|---|",
+            f"| ROC AUC | {c['auc']:.3f} | {c['auc']:.3f} |",
+            f"| accuracy (raw at 0.5, calibrated at the threshold) | {c['accuracy_before']:.3f} | "
+            f"{c['accuracy_after']:.3f} |",
+            f"| ECE | {c['ece_before']:.3f} | {c['ece_after']:.3f} |",
         ]
     (out_dir / "summary.md").write_text("\n".join(lines) + "\n")
     html_rows = "".join(

@@ -64,6 +64,10 @@ class TrainConfig:
     """Clip scorer; oracle (privileged sim progress) needs no model. Unreachable VLMs fail at start."""
     prompt: str = ""
     """Question asked about each clip; empty: the task's goal prompt (vlm.prompts.task_prompt)."""
+    score_calibration: Path | None = None
+    """Score calibration JSON (``vlmrl score --fit-score-calibration``) that maps the scorer's scores
+    before they set priorities and aux rewards; it must have been fitted for this scorer and prompt. The
+    run keeps a copy (score_calibration.json), which a resume uses."""
     aux_reward_weight: float = 0.0
     """Weight of the VLM auxiliary reward added to sampled rewards (0: scores steer replay only)."""
     aux_reward: AuxRewardConfig = field(default_factory=lambda: AuxRewardConfig(kind="shaping"))
