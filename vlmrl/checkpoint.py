@@ -9,6 +9,7 @@ Layout inside a run directory::
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from pathlib import Path
@@ -67,9 +68,32 @@ def load_checkpoint(run_dir: Path) -> dict[str, Any]:
         )
     try:
         # Our own file (it holds numpy RNG states and the config dataclass), so full unpickling is fine.
-        return torch.load(path, map_location="cpu", weights_only=False)
+        state = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as exc:  # a truncated or foreign file: one line, not a traceback
         raise ConfigError(f"--resume {run_dir}: cannot read {path}: {exc}") from None
+    for key in ("config", "loop"):
+        if key in state:
+            fill_new_fields(state[key])
+    return state
+
+
+def fill_new_fields(obj: Any) -> None:
+    """Give dataclasses unpickled from an older checkpoint the fields added since, at their defaults.
+
+    Unpickling restores an instance's ``__dict__`` as saved, so a field added to a config later is simply
+    missing (an AttributeError at first use). Fills them in place, recursively, frozen or not.
+    """
+    if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+        return
+    for f in dataclasses.fields(obj):
+        if f.name not in vars(obj):
+            if f.default is not dataclasses.MISSING:
+                object.__setattr__(obj, f.name, f.default)
+            elif f.default_factory is not dataclasses.MISSING:
+                object.__setattr__(obj, f.name, f.default_factory())
+            else:
+                continue  # a required field cannot be invented: leave the AttributeError to name it
+        fill_new_fields(getattr(obj, f.name))
 
 
 def memory_buffer_path(run_dir: Path) -> Path | None:

@@ -368,3 +368,19 @@ def test_a_score_calibration_maps_the_clip_scores_and_a_resume_uses_the_runs_cop
             np.testing.assert_allclose(stored, 1 / (1 + np.exp(-logit / 2.0)), atol=1e-5)
     finally:
         buffer.close()
+
+
+def test_a_checkpoint_from_before_new_config_fields_resumes_with_their_defaults(tmp_path) -> None:
+    run = tmp_path / "old"
+    cfg = tiny(run, total_steps=100)
+    assert main(dataclasses.replace(cfg, stop_after_steps=50)) == 0
+    state_file = run / "checkpoint" / "state.pt"
+    state = torch.load(state_file, weights_only=False)
+    # What an older version pickled: configs without the fields added since (default_factory and plain).
+    del vars(state["config"].sim)["camera_calibration"]
+    del vars(state["config"])["vlm_sampler"]
+    del vars(state["loop"])["demo_rows"]
+    torch.save(state, state_file)
+    assert main(TrainConfig(resume=str(run), progress=False)) == 0
+    resumed = load_checkpoint(run)
+    assert resumed["loop"].step >= 100 and resumed["config"].sim.camera_calibration == {}
