@@ -35,7 +35,10 @@ def test_writer_scorer_and_sampler_threads(make, storage):
     def write():
         fill_episode(buf, counts["episodes"], 5 + counts["episodes"] % 7)
         counts["episodes"] += 1
-        if counts["episodes"] == 30:  # ~270 rows through a 150-row ring: evictions under load
+        # >= 30 episodes (~270 rows through a 150-row ring: evictions under load), and keep writing until the
+        # other threads have had their turns too (on a loaded machine the writer can finish 30 first).
+        others_ran = counts["batches"] >= 3 and counts["clips"] >= 3
+        if (counts["episodes"] >= 30 and others_ran) or counts["episodes"] >= 20_000:
             stop.set()
 
     def score():
@@ -66,5 +69,5 @@ def test_writer_scorer_and_sampler_threads(make, storage):
         th.join(timeout=60)
     if errors:
         raise errors[0]
-    assert counts["episodes"] == 30 and counts["batches"] > 0 and counts["clips"] > 0, counts
+    assert counts["episodes"] >= 30 and counts["batches"] >= 3 and counts["clips"] >= 3, counts
     assert buf.num_episodes < 30
