@@ -34,14 +34,18 @@ def setting(row: dict) -> tuple[str, str, float, float]:
     """(task variant, mode, noise, aux weight); runs with demonstrations are their own variant."""
     demos = int(row.get("demo_episodes", 0))
     task = f"{row['task']}-demos{demos}" if demos else row["task"]
+    task += "-ln" if row.get("layer_norm") else ""
     mode = f"{row['mode']}[{row['variant']}]" if row.get("variant") else row["mode"]
     return task, mode, float(row["noise"]), float(row["aux_weight"])
 
 
 def task_title(task: str) -> str:
+    task, ln = (task[: -len("-ln")], True) if task.endswith("-ln") else (task, False)
     name, _, demos = task.partition("-demos")
-    return f"SO-101 twin `{name}`, sparse reward" + (
-        f", {demos} scripted demonstrations in the buffer" if demos else ""
+    return (
+        f"SO-101 twin `{name}`, sparse reward"
+        + (f", {demos} scripted demonstrations in the buffer" if demos else "")
+        + (", LayerNorm critic" if ln else "")
     )
 
 

@@ -39,6 +39,8 @@ class RunSpec:
     eval_every_steps: int
     eval_episodes: int
     demo_episodes: int = 0
+    layer_norm: bool = False
+    """LayerNorm in the critics (`--agent.layer-norm`): keeps Q bounded when demonstrations are replayed."""
     variant: str = ""
     """A name for the extra `vlmrl train` options of this invocation (empty: the defaults)."""
     train_args: tuple[str, ...] = ()
@@ -46,6 +48,7 @@ class RunSpec:
     @property
     def name(self) -> str:
         demos = f"-demos{self.demo_episodes}" if self.demo_episodes else ""
+        demos += "-ln" if self.layer_norm else ""
         variant = f"-{self.variant}" if self.variant else ""
         return (
             f"{self.task}{demos}-{self.mode}{variant}-noise{self.noise:g}-aux{self.aux_weight:g}-seed{self.seed}"
@@ -75,6 +78,7 @@ def grid(args: argparse.Namespace) -> list[RunSpec]:
                         args.eval_every_steps,
                         args.eval_episodes,
                         args.demo_episodes,
+                        args.layer_norm,
                         args.variant,
                         tuple(args.train_arg),
                     )
@@ -94,7 +98,7 @@ def train_command(spec: RunSpec, run_dir: Path) -> list[str]:
         "--checkpoint-every-steps", str(spec.eval_every_steps),
         "--aux-reward-weight", str(spec.aux_weight), "--demo-episodes", str(spec.demo_episodes),
         "--video-episodes", "0", "--no-progress", "--torch-threads", "1",
-        "--run-dir", str(run_dir), *spec.train_args,
+        "--run-dir", str(run_dir), *(["--agent.layer-norm"] if spec.layer_norm else []), *spec.train_args,
     ]  # fmt: skip
     if spec.uses_scorer:
         cmd += ["scorer:oracle", "--scorer.noise", str(spec.noise), "--scorer.seed", str(spec.seed)]
@@ -174,6 +178,11 @@ def main() -> int:
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument(
         "--demo-episodes", type=int, default=0, help="scripted-expert episodes in every run's buffer at start"
+    )
+    parser.add_argument(
+        "--layer-norm",
+        action="store_true",
+        help="LayerNorm in the critics (RLPD; bounds Q with demonstrations)",
     )
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="runs in parallel")
     parser.add_argument("--quick", action="store_true", help="one seed, noise 0.2, a short budget")

@@ -90,7 +90,7 @@ def test_a_variant_names_its_runs_and_passes_its_options_to_vlmrl_train(tmp_path
 
     experiment = load("replay_experiment")
     common = dict(tasks=["lift"], modes=["uniform", "vlm"], noise=[0.2], aux_weights=[0.0], seeds=[0])
-    common.update(total_steps=1000, eval_every_steps=500, eval_episodes=2, demo_episodes=5)
+    common.update(total_steps=1000, eval_every_steps=500, eval_episodes=2, demo_episodes=5, layer_norm=False)
     plain = experiment.grid(argparse.Namespace(**common, variant="", train_arg=[]))
     warm = experiment.grid(
         argparse.Namespace(**common, variant="warmup2k", train_arg=["--vlm-sampler.warmup-steps=2000"])
