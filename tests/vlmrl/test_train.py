@@ -224,7 +224,9 @@ def test_demonstrations_are_stored_scored_and_not_counted_as_env_steps(tmp_path,
         learning_starts=60,
     )
     assert main(cfg) == 0
-    assert "2 demonstration episodes" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "2 demonstration episodes" in out
+    assert "add --agent.layer-norm" in out  # the plain critic diverged on demonstrations
     checkpoint = load_checkpoint(run)
     loop = checkpoint["loop"]
     assert (loop.demo_episodes_added, loop.demo_steps) == (2, 120)

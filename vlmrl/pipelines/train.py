@@ -85,7 +85,8 @@ class TrainConfig:
     demo_episodes: int = 0
     """Episodes of the SO-101 twin's scripted expert put in the replay buffer before training
     (demonstrations, as in RLPD or SAC from demonstrations). They are scored like any other clip and do not
-    count in total_steps. 0: none."""
+    count in total_steps. Use with ``--agent.layer-norm``: with a plain critic, Q diverged on demonstrations.
+    0: none."""
     learning_starts: int = 1_000
     """Uniform-random actions for this many steps before the policy acts and updates start."""
     batch_size: int = 128
@@ -132,6 +133,11 @@ def main(cfg: TrainConfig) -> int:
     if cfg.resume:
         trainer.cfg = dataclasses.replace(
             trainer.cfg, progress=cfg.progress, stop_after_steps=cfg.stop_after_steps
+        )
+    if trainer.cfg.demo_episodes and not trainer.cfg.agent.layer_norm:
+        print(
+            "vlmrl train: warning: demonstrations with a plain critic: in the replay experiment's lift runs its Q "
+            "diverged in 26 of 27 runs (results/replay/notes.md); add --agent.layer-norm"
         )
     if cfg.demo:
         print(
