@@ -386,3 +386,13 @@ def test_a_checkpoint_from_before_new_config_fields_resumes_with_their_defaults(
     assert main(TrainConfig(resume=str(run), progress=False)) == 0
     resumed = load_checkpoint(run)
     assert resumed["loop"].step >= 100 and resumed["config"].sim.camera_calibration == {}
+
+
+def test_the_demo_adds_demonstrations_a_layernorm_critic_and_its_budget_unless_told_otherwise() -> None:
+    from vlmrl.pipelines.train import demo_config
+
+    cfg = demo_config(TrainConfig(demo=True))
+    assert (cfg.demo_episodes, cfg.total_steps, cfg.agent.layer_norm) == (25, 20_000, True)
+    assert cfg.sim.task == "lift" and cfg.replay == "vlm"
+    mine = demo_config(TrainConfig(demo=True, total_steps=5_000, demo_episodes=3))
+    assert (mine.demo_episodes, mine.total_steps, mine.agent.layer_norm) == (3, 5_000, True)
