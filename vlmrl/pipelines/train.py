@@ -1,8 +1,8 @@
 """`vlmrl train`: SAC on a simulated arm with VLM-guided replay and an optional VLM auxiliary reward.
 
-With no arguments this is the embedded demo: the SO-101 twin `lift` task, sparse reward, the oracle
-scorer (privileged sim progress, not a VLM) over the front camera, VLM-mix replay, a budget of about ten
-minutes on two CPU cores. Real VLMs: `scorer:hf --scorer.model <hub id or path>` or
+With no arguments: the SO-101 twin `lift` task, sparse reward, the oracle scorer (privileged sim
+progress, not a VLM) over the front camera, VLM-mix replay, 30,000 steps. `--demo` (what `make demo`
+runs) adds 25 scripted demonstrations and a LayerNorm critic over 20,000 steps. Real VLMs: `scorer:hf --scorer.model <hub id or path>` or
 `scorer:openai --scorer.base-url http://host:port/v1` (options after the subcommand).
 """
 
@@ -33,7 +33,7 @@ ScorerChoice = (
 
 @dataclass(frozen=True, kw_only=True)
 class TrainConfig:
-    """One training run; every field has a default, so no arguments runs the embedded demo."""
+    """One training run; every field has a default (`--demo` adds demonstrations, see ``demo``)."""
 
     sim: SimConfig = field(
         default_factory=lambda: SimConfig(
