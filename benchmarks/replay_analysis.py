@@ -5,7 +5,9 @@ band over seeds, per mode and noise level), `summary.json`, and `results.md` (th
 embeds). Sample-efficiency gain: how many fewer env steps a setting needs to first reach uniform
 replay's final mean success rate (linear interpolation on the seed-mean curve); "-" when uniform never
 succeeds or the setting never gets there. Mean success over evaluations: the seed-mean curve averaged over
-its evaluation points (the normalised area under it), less noisy than the one point at the budget.
+its evaluation points (the normalised area under it), less noisy than the one point at the budget. The
+p-value (Welch's t-test on the seeds' success at budget) says how easily seed noise alone gives the
+difference from uniform.
 
     python benchmarks/replay_analysis.py results/replay
 """
@@ -85,6 +87,20 @@ def steps_to_reach(steps: np.ndarray, curve: np.ndarray, level: float) -> float:
     return float("nan")
 
 
+def welch_p(a: list[float], b: list[float]) -> float | None:
+    """Two-sided Welch t-test p-value of two samples of final success rates (None: too few or no spread)."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    from scipy import stats
+
+    va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
+    if va + vb == 0:
+        return None
+    t = (np.mean(a) - np.mean(b)) / math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    return float(2 * stats.t.sf(abs(t), df))
+
+
 def analyse(rows: list[dict]) -> dict:
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for row in rows:
@@ -95,6 +111,7 @@ def analyse(rows: list[dict]) -> dict:
         u_steps, u_curve, _ = mean_curve(uniform) if uniform else (None, None, None)
         u_final = float(u_curve[-1]) if u_curve is not None else float("nan")
         u_reach = steps_to_reach(u_steps, u_curve, u_final) if uniform else float("nan")
+        u_finals = [r["final_success"] for r in uniform] if uniform else []
         entries = {}
         for key in sorted((k for k in groups if k[0] == task), key=lambda k: (k[1], k[2], k[3])):
             steps, curve, half = mean_curve(groups[key])
@@ -110,6 +127,7 @@ def analyse(rows: list[dict]) -> dict:
                 "step_saving_vs_uniform": None if math.isnan(reach) or math.isnan(u_reach) else 1 - reach / u_reach,
                 "demo_share_mean": float(np.mean(shares)) if shares else None,
                 "mean_success_over_evals": float(curve.mean()) if len(curve) else float("nan"),
+                "p_vs_uniform": welch_p(finals, u_finals) if key[1] != "uniform" else None,
                 "curve": {"steps": steps.tolist(), "mean": curve.tolist(), "ci95": half.tolist()},
             }  # fmt: skip
         summary[task] = {"uniform_final_success": u_final, "settings": entries}
@@ -162,8 +180,8 @@ def markdown(summary: dict) -> str:
             f"**{task_title(task)}** (uniform replay's final success: {data['uniform_final_success']:.0%})",
             "",
             "| replay | seeds | budget (env steps) | success at budget (mean ± sd) | vs uniform | steps to uniform's final success | step saving | mean success over evaluations |"
-            + (" replayed demos |" if demos else ""),
-            "|---|---|---|---|---|---|---|---|" + ("---|" if demos else ""),
+            + (" replayed demos |" if demos else "") + " p vs uniform (Welch t, success at budget) |",
+            "|---|---|---|---|---|---|---|---|" + ("---|" if demos else "") + "---|",
         ]  # fmt: skip
         for name, e in data["settings"].items():
             gain = "-" if e["success_gain_vs_uniform"] is None else f"{e['success_gain_vs_uniform']:+.0%}"
@@ -174,6 +192,7 @@ def markdown(summary: dict) -> str:
                 f"| {name} | {e['seeds']} | {e['budget_steps']:,} | {e['final_success_mean']:.0%} ± "
                 f"{e['final_success_std']:.0%} | {gain} | {reach} | {saving} | {e['mean_success_over_evals']:.0%} |"
                 + ((" - |" if share is None else f" {share:.1%} |") if demos else "")
+                + (" - |" if e.get("p_vs_uniform") is None else f" {e['p_vs_uniform']:.2f} |")
             )
         lines.append("")
     return "\n".join(lines)

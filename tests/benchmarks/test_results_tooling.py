@@ -53,6 +53,8 @@ def test_analysis_compares_each_setting_with_uniform():
     assert vlm["steps_to_uniform_final"] == pytest.approx(2000.0)  # the vlm mean curve hits 0.5 at 2000
     assert vlm["step_saving_vs_uniform"] == pytest.approx(0.5)  # uniform needs 4000
     assert vlm["curve"]["ci95"][2] > 0  # seeds disagree at 3000 steps: a band, not a line
+    assert vlm["p_vs_uniform"] == pytest.approx(0.2952, abs=1e-4)  # Welch: t = 2 on 1 degree of freedom
+    assert analysis.welch_p([0.5, 0.5], [0.5, 0.5]) is None  # no spread at all: no test
     table = analysis.markdown(analysis.analyse(rows))
     assert "| vlm noise=0.2 | 2 | 4,000 | 70% ± 10% | +40% | 2,000 | +50% | 50% |" in table
 
