@@ -220,22 +220,22 @@ class Trainer:
         trainer._record_cameras()
         return trainer
 
+    def _camera_summaries(self) -> str:
+        """The calibrated cameras the twin renders, as the JSON text of their summaries ("{}" when none)."""
+        cameras = getattr(self.env.unwrapped, "calibrated_cameras", {})
+        return json.dumps({name: camera.summary() for name, camera in cameras.items()}, indent=2)
+
     def _record_cameras(self) -> None:
         """Write the calibrated cameras the twin renders (cameras.json), so a resume can tell if they changed."""
-        cameras = getattr(self.env.unwrapped, "calibrated_cameras", {})
-        if cameras:
-            summary = {name: camera.summary() for name, camera in cameras.items()}
-            (self.run_dir / CAMERAS_FILE).write_text(json.dumps(summary, indent=2))
+        summaries = self._camera_summaries()
+        if summaries != "{}":
+            (self.run_dir / CAMERAS_FILE).write_text(summaries)
 
     def _check_cameras(self) -> None:
         """Warn when a resumed run's calibration files now give other cameras than the run started with."""
         path = self.run_dir / CAMERAS_FILE
-        cameras = getattr(self.env.unwrapped, "calibrated_cameras", {})
-        if not path.exists() and not cameras:
-            return
         recorded = json.loads(path.read_text()) if path.exists() else {}
-        now = json.loads(json.dumps({name: camera.summary() for name, camera in cameras.items()}))
-        if recorded != now:
+        if recorded != json.loads(self._camera_summaries()):
             print(
                 f"vlmrl train: warning: the calibrated cameras differ from those recorded in {path} when the run "
                 "started (calibration files changed?); the resumed run renders the new ones"
@@ -300,11 +300,7 @@ class Trainer:
             success = False
             while True:
                 action = expert.act(obs)
-                next_obs, reward, terminated, truncated, info = self.env.step(action)
-                self.buffer.add_step(
-                    {k: obs[k] for k in self.stored_keys}, action, reward, terminated, truncated, info,
-                    {k: next_obs[k] for k in self.stored_keys},
-                )  # fmt: skip
+                next_obs, _, terminated, truncated, info = self._step_and_store(obs, action)
                 state.demo_steps += 1
                 success = success or bool(info["success"])
                 if terminated or truncated:
@@ -320,6 +316,15 @@ class Trainer:
             f"({state.demo_steps} steps, {state.demo_successes} successful)"
         )
 
+    def _step_and_store(self, obs: dict[str, Any], action: np.ndarray) -> tuple[Any, ...]:
+        """Step the training env and add the transition (the stored keys) to the buffer; env.step's tuple."""
+        next_obs, reward, terminated, truncated, info = self.env.step(action)
+        self.buffer.add_step(
+            {k: obs[k] for k in self.stored_keys}, action, reward, terminated, truncated, info,
+            {k: next_obs[k] for k in self.stored_keys},
+        )  # fmt: skip
+        return next_obs, reward, terminated, truncated, info
+
     def _run_episode(self) -> dict[str, float]:
         cfg, state, agent = self.cfg, self.state, self.agent
         obs, _ = self.env.reset(seed=cfg.seed * TRAIN_SEED_STRIDE + state.episode)
@@ -330,11 +335,7 @@ class Trainer:
                 action = self.rng.uniform(low, high).astype(np.float32)
             else:
                 action = agent.act({k: obs[k] for k in self.policy_keys})
-            next_obs, reward, terminated, truncated, info = self.env.step(action)
-            self.buffer.add_step(
-                {k: obs[k] for k in self.stored_keys}, action, reward, terminated, truncated, info,
-                {k: next_obs[k] for k in self.stored_keys},
-            )  # fmt: skip
+            next_obs, reward, terminated, truncated, info = self._step_and_store(obs, action)
             state.step += 1
             length += 1
             episode_return += float(reward)
