@@ -37,8 +37,13 @@ import tyro
 from buffer.config import BufferConfig
 from vlm.config import WorkerConfig
 from vlmrl.errors import ConfigError
-from vlmrl.pipelines.deploy import RobotEnvConfig, check_policy_fits, make_robot_env, write_config
-from vlmrl.pipelines.record import open_episode_store
+from vlmrl.pipelines.common import (
+    RobotEnvConfig,
+    check_policy_fits,
+    make_robot_env,
+    open_episode_store,
+    write_config,
+)
 
 logger = logging.getLogger("vlmrl.finetune")
 

@@ -25,7 +25,13 @@ from typing import Any, Literal
 import numpy as np
 
 from vlmrl.errors import ConfigError
-from vlmrl.pipelines.deploy import RobotEnvConfig, check_policy_fits, make_robot_env, write_config
+from vlmrl.pipelines.common import (
+    RobotEnvConfig,
+    check_policy_fits,
+    make_robot_env,
+    open_episode_store,
+    write_config,
+)
 
 logger = logging.getLogger("vlmrl.record")
 
@@ -145,28 +151,6 @@ def main(cfg: Config) -> int:
         export_store(store, cfg.out_dir / "lerobot", cfg)
     print(f"record: {recorded} episode(s) -> {store}")
     return 0
-
-
-def open_episode_store(
-    store: Path,
-    buffer_cfg: Any,
-    obs_spec: dict[str, Any],
-    action_dim: int,
-    info_keys: tuple[str, ...],
-    record_attrs: dict[str, Any],
-) -> Any:
-    """Open (or create) a zarr episode store with ``record_attrs`` under its ``vlmrl_record`` attribute.
-
-    The store keeps its group metadata in memory and rewrites it on every commit, so the attribute is
-    written while no buffer holds the store, then the store is reopened (and keeps it from then on).
-    """
-    import zarr
-
-    from buffer import make_buffer
-
-    make_buffer(buffer_cfg, obs_spec, action_dim, info_keys, path=str(store)).close()
-    zarr.open_group(str(store), mode="a").attrs["vlmrl_record"] = record_attrs
-    return make_buffer(buffer_cfg, obs_spec, action_dim, info_keys, path=str(store))
 
 
 def record_episode(

@@ -33,7 +33,7 @@ import tyro
 
 from vlm.config import AuxRewardConfig, CLIPConfig, HFConfig, OpenAIConfig, OracleConfig
 from vlmrl.errors import ConfigError
-from vlmrl.pipelines.deploy import write_config
+from vlmrl.pipelines.common import write_config
 
 logger = logging.getLogger("vlmrl.score")
 
