@@ -132,11 +132,20 @@ class FrameFile:
             os.close(entry.fd)
         self._open_fds.pop(shard, None)
 
-    def read(self, positions: np.ndarray, describe: Callable[[int], str]) -> np.ndarray:
+    def read(
+        self,
+        positions: np.ndarray,
+        describe: Callable[[int], str],
+        committed: Callable[[int], bool] | None = None,
+    ) -> np.ndarray:
         """Frames at ring positions (any shape) -> positions.shape + frame_shape.
 
+        A position never written reads as the fill value (zeros) unless `committed(position)` says it
+        holds a committed row: then its frame must exist, and a missing one is an error, not black pixels.
+
         Raises:
-            BufferError: a frame fails its checksum; `describe(position)` names its episode.
+            BufferError: a frame fails its checksum, or a committed frame is missing; `describe(position)`
+                names its episode.
         """
         flat = np.asarray(positions, np.int64).reshape(-1)
         out = np.empty((len(flat), *self.frame_shape), np.uint8)
@@ -150,6 +159,11 @@ class FrameFile:
                 j = p % n
                 offset = shard.offsets[j] if shard.exists else -1
                 if offset < 0:  # never written: the array's fill value
+                    if committed is not None and committed(p):
+                        why = "has no frame for it" if shard.exists else "does not exist"
+                        raise BufferError(
+                            f"{self.array_path}: {describe(p)} is missing (shard file {self._path(p // n)} {why})"
+                        )
                     rows[i] = 0
                     continue
                 fd = shard.fd
@@ -182,6 +196,40 @@ class FrameFile:
                     self.codec.decode_into(os.pread(fd, nbytes, offset), rows[i])
             except ValueError as exc:
                 raise BufferError(f"{self.array_path}: {describe(p)} is corrupt ({exc})") from None
+
+    def check(self, positions: np.ndarray) -> list[tuple[np.ndarray, str]]:
+        """Which of these ring positions (each should hold a written frame) cannot be read, without
+        reading the frames: (positions, problem) per shard whose file is missing, has a corrupt index,
+        has no entry for some of them or entries past its end. Frame bytes are checked on read."""
+        n = self.frames_per_shard
+        positions = np.unique(np.asarray(positions, np.int64))
+        problems: list[tuple[np.ndarray, str]] = []
+        shards = positions // n
+        for shard in np.unique(shards).tolist():
+            mine = positions[shards == shard]
+            path = self._path(shard)
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                problems.append((mine, f"shard file {path} is missing"))
+                continue
+            try:
+                index = decode_index(os.pread(fd, index_nbytes(n), 0), n)
+                size = os.fstat(fd).st_size
+            except ValueError as exc:
+                problems.append((mine, f"shard file {path} is corrupt ({exc})"))
+                continue
+            finally:
+                os.close(fd)
+            entries = index[mine - shard * n]
+            absent = entries[:, 0] == ABSENT
+            if absent.any():
+                problems.append((mine[absent], f"shard file {path} has no frame for them"))
+            present = entries[~absent]
+            past = present[:, 0] + present[:, 1] > np.uint64(size)
+            if past.any():
+                problems.append((mine[~absent][past], f"shard file {path} is truncated ({size} bytes)"))
+        return problems
 
     def write(self, start: int, frames: np.ndarray) -> None:
         """Write frames at ring positions [start, start + len(frames)).

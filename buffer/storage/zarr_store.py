@@ -25,7 +25,7 @@ import threading
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import zarr
@@ -34,7 +34,7 @@ from zarr.codecs import Crc32cCodec
 from buffer.episode import EpisodeTable
 from buffer.errors import BufferError
 from buffer.spec import SCHEMA_VERSION, ArraySpec
-from buffer.storage.chunk_file import atomic_write, write_chunks
+from buffer.storage.chunk_file import atomic_write, chunk_key, write_chunks
 from buffer.storage.frame_cache import FrameCache
 from buffer.storage.frame_file import FrameFile
 from buffer.storage.protocol import check_column_name, column_fill
@@ -68,6 +68,7 @@ class ZarrStorage:
         frame_cache_bytes: int,
         fsync: bool,
         read_threads: int = 0,
+        on_damage: Literal["raise", "record"] = "raise",
     ):
         self.group, self.root = group, root
         self.specs = dict(specs)
@@ -86,9 +87,13 @@ class ZarrStorage:
         else:
             record = dict(group.attrs["commit"])  # type: ignore[arg-type]
         self._last_record = record
-        self._ends = self._load("episode_ends")
+        # Damage found in committed rows: episode -> what is wrong, and the ring rows of small arrays
+        # that could not be read (zeros in RAM, so reads of them must fail rather than return zeros).
+        self._damage: dict[int, str] = {}
+        self._bad_rows: dict[str, list[tuple[int, int]]] = {}
         first, num = int(record["first_episode"]), int(record["num_episodes"])
         slots = (np.arange(first, num) % self._slots).astype(np.int64)
+        self._ends = self._load_episode_ends(slots)
         self._ring.restore(first, int(record["first_row"]), self._ends[slots])
         self._small: dict[str, np.ndarray] = {}
         self._frames: dict[str, FrameFile] = {}
@@ -101,7 +106,11 @@ class ZarrStorage:
                 )
             elif not spec.is_frame:
                 self._small[spec.name] = self._load(spec.name)
-        self._columns = {name: self._load(name) for name in self._column_names()}
+        self._columns = {name: self._load(name, every_chunk_written=False) for name in self._column_names()}
+        self._check_frames()
+        if self._damage and on_damage == "raise":
+            self.close()
+            raise BufferError(self.damage_summary())
         self._fast_chunks: dict[str, int] = {}
         for name in [*self._small, *self._columns, "episode_ends"]:
             self._enable_fast_chunks(name)
@@ -122,11 +131,18 @@ class ZarrStorage:
         frame_cache_bytes: int = 256 * 2**20,
         fsync: bool = False,
         read_threads: int = 0,
+        on_damage: Literal["raise", "record"] = "raise",
     ) -> ZarrStorage:
         """Reopen the buffer store at `path` (capacity and layout from the store) or create it.
 
+        Opening checks that every committed row is there (`_check_frames`, `_load`): a missing or
+        unreadable chunk or shard file of committed rows is damage. `on_damage="raise"` refuses such a
+        store; `"record"` opens it read-mostly: `damaged()` names the episodes, reading their damaged
+        rows raises, and appending episodes is refused (it could overwrite the evidence).
+
         Raises:
-            BufferError: the path holds something else, a store of a newer schema, or other arrays.
+            BufferError: the path holds something else, a store of a newer schema, other arrays, or
+                (with on_damage="raise") damaged committed rows.
         """
         path = str(path)
         if not 1 <= frames_per_shard <= MAX_FRAMES_PER_SHARD:
@@ -166,6 +182,7 @@ class ZarrStorage:
             frame_cache_bytes,
             fsync,
             read_threads,
+            on_damage,
         )
 
     @staticmethod
@@ -211,32 +228,103 @@ class ZarrStorage:
             "episode_ends[e % len(episode_ends)]; live episodes and rows in attrs['commit']",
         }
 
-    def _load(self, name: str) -> np.ndarray:
+    def _load(self, name: str, every_chunk_written: bool = True) -> np.ndarray:
+        """Array `name` into RAM. A chunk that fails to decode, or (`every_chunk_written`: the rows of
+        every committed episode were written) whose file is missing although it holds committed rows,
+        is recorded as damage; its rows stay at the fill value and reading them raises."""
         array: Any = self.group[name]
+        rows = int(array.chunks[0])
+        out = None
         try:
-            return np.asarray(array[:])
+            out = np.asarray(array[:])
         except Exception:
-            pass
-        rows = int(array.chunks[0])  # find the bad chunk, to name what it holds
-        for lo in range(0, int(array.shape[0]), rows):
-            try:
-                array[lo : lo + rows]
-            except Exception as exc:
-                raise BufferError(
-                    f"{self.location}: array {name!r} is corrupt at ring rows {lo}..{lo + rows - 1}"
-                    f"{self._episodes_at(lo, lo + rows)} ({type(exc).__name__}: {exc})"
-                ) from None
-        raise BufferError(f"{self.location}: array {name!r} cannot be read")
+            out = np.full(array.shape, array.fill_value, array.dtype)
+            for lo in range(0, int(array.shape[0]), rows):  # find the bad chunks, to name what they hold
+                try:
+                    out[lo : lo + rows] = array[lo : lo + rows]
+                except Exception as exc:
+                    hi = min(lo + rows, int(array.shape[0]))
+                    self._note_damage(
+                        name,
+                        lo,
+                        hi,
+                        f"is corrupt at ring rows {lo}..{hi - 1}",
+                        f"{type(exc).__name__}: {exc}",
+                    )
+        if every_chunk_written and self.root is not None:
+            for lo in range(0, int(array.shape[0]), rows):
+                hi = min(lo + rows, int(array.shape[0]))
+                path = self.root / chunk_key(name, lo // rows, array.ndim)
+                if self._live_episodes(np.arange(lo, hi)).size and not path.exists():
+                    self._note_damage(
+                        name, lo, hi, f"chunk file {path} is missing (ring rows {lo}..{hi - 1})"
+                    )
+        return out
 
-    def _episodes_at(self, lo: int, hi: int) -> str:
-        """', episodes a..b' for the live episodes with rows at ring positions [lo, hi), if any."""
+    def _load_episode_ends(self, slots: np.ndarray) -> np.ndarray:
+        """episode_ends into RAM; without it no episode can be located, so any damage is fatal."""
+        array: Any = self.group["episode_ends"]
+        try:
+            ends = np.asarray(array[:])
+        except Exception as exc:
+            raise BufferError(
+                f"{self.location}: array 'episode_ends' is corrupt ({type(exc).__name__}: {exc}); "
+                "no episode can be located"
+            ) from None
+        if self.root is not None and len(slots):
+            rows = int(array.chunks[0])
+            for c in np.unique(slots // rows).tolist():
+                path = self.root / chunk_key("episode_ends", c, 1)
+                if not path.exists():
+                    raise BufferError(
+                        f"{self.location}: chunk file {path} of 'episode_ends' is missing; the committed "
+                        "episodes it bounds cannot be located"
+                    )
+        return ends
+
+    def _live_episodes(self, positions: np.ndarray) -> np.ndarray:
+        """Episode id of each ring position that holds a committed row (positions without one dropped)."""
         t = self._ring.table
-        hit = [
-            e
-            for e in range(t.first, t.first + t.count)
-            if any(lo <= r % self.capacity < hi for r in range(*t.bounds(e)))
-        ]
-        return f" (episodes {hit[0]}..{hit[-1]})" if hit else ""
+        offset = (np.asarray(positions, np.int64) - t.first_row) % self.capacity
+        row = t.first_row + offset[offset < t.next_row - t.first_row]
+        return t.first + np.searchsorted(t.ends, row, side="right")
+
+    def _note_damage(self, name: str, lo: int, hi: int | None, problem: str, detail: str = "") -> None:
+        """Record damage of array `name` at ring rows [lo, hi) (hi None: `lo` is an array of positions)."""
+        positions = np.arange(lo, hi) if hi is not None else np.asarray(lo, np.int64)
+        episodes = np.unique(self._live_episodes(positions))
+        if hi is not None:
+            self._bad_rows.setdefault(name, []).append((lo, hi))
+        if not episodes.size:
+            return
+        what = f"array {name!r} {problem}"
+        span = f"episode {episodes[0]}" if len(episodes) == 1 else f"episodes {episodes[0]}..{episodes[-1]}"
+        for e in episodes.tolist():
+            self._damage.setdefault(int(e), f"{what} ({span})" + (f" ({detail})" if detail else ""))
+
+    def _check_frames(self) -> None:
+        """Every committed row's frame must be in its shard: files present, indexes intact, entries set."""
+        t = self._ring.table
+        n_live = t.next_row - t.first_row
+        if not self._frames or not n_live:
+            return
+        positions = (t.first_row + np.arange(n_live)) % self.capacity
+        for name, frames in self._frames.items():
+            for bad, problem in frames.check(positions):
+                self._note_damage(name, bad, None, problem)  # type: ignore[arg-type]
+
+    def damaged(self) -> dict[int, str]:
+        """Committed episodes found damaged (when opened, and by reads since): episode -> first problem."""
+        return dict(self._damage)
+
+    def damage_summary(self) -> str:
+        """One line naming the damaged episodes and the first problem."""
+        episodes = sorted(self._damage)
+        listed = ", ".join(map(str, episodes[:20])) + (", ..." if len(episodes) > 20 else "")
+        return (
+            f"{self.location}: {len(episodes)} committed episode(s) are damaged [{listed}]: "
+            f"{self._damage[episodes[0]]}"
+        )
 
     def _column_names(self) -> list[str]:
         names = []
@@ -322,7 +410,20 @@ class ZarrStorage:
         self._lock_fd = fd
         return True
 
-    def _require_writer(self) -> None:
+    def _require_writer(self, column: str | None = None) -> None:
+        """Take the writer lock. Episodes cannot be appended to a damaged store, nor a column written
+        whose own chunks are damaged; other columns (scores of the intact episodes) can."""
+        if column is not None and self._bad_rows.get(column):
+            raise BufferError(
+                f"{self.location}: refusing to write column {column!r}: chunks of it could not be read "
+                f"(ring rows {self._bad_rows[column]}), and rewriting them would replace what is left"
+            )
+        if column is None and self._damage:
+            raise BufferError(
+                f"{self.location}: refusing to write into a store with damaged committed episodes "
+                f"{sorted(self._damage)[:20]} (new rows could overwrite what is left of them); "
+                "copy the intact episodes into a new store"
+            )
         if not self._acquire_writer_lock():
             raise BufferError(
                 f"{self.location}: another process is writing to this store (one writer at a time)"
@@ -365,7 +466,9 @@ class ZarrStorage:
         rows = np.asarray(rows, np.int64)
         pos = rows % self.capacity
         if name in self._frames:
-            return self._frames[name].read(pos, lambda p: self._describe(rows, pos, p))
+            return self._frames[name].read(pos, lambda p: self._describe(rows, pos, p), self._is_committed)
+        if self._bad_rows.get(name):
+            self._check_not_damaged(name, rows, pos)
         source = self._small.get(name)
         if source is None:
             source = self._columns.get(name)
@@ -378,6 +481,22 @@ class ZarrStorage:
             return data[inverse].reshape(*pos.shape, *self.specs[name].shape)
         raise BufferError(f"read: no array {name!r} in {self.location}")
 
+    def _is_committed(self, position: int) -> bool:
+        t = self._ring.table
+        return (position - t.first_row) % self.capacity < t.next_row - t.first_row
+
+    def _check_not_damaged(self, name: str, rows: np.ndarray, pos: np.ndarray) -> None:
+        """Raise if any of these rows of small array `name` lies in a chunk that could not be read."""
+        flat = pos.reshape(-1)
+        for lo, hi in self._bad_rows[name]:
+            hit = np.flatnonzero((flat >= lo) & (flat < hi))
+            if hit.size:
+                p = int(flat[hit[0]])
+                raise BufferError(
+                    f"{self.location}: array {name!r}: {self._describe(rows, pos, p)} is damaged "
+                    f"(its chunk, ring rows {lo}..{hi - 1}, could not be read when the store was opened)"
+                )
+
     def _describe(self, rows: np.ndarray, pos: np.ndarray, p: int) -> str:
         row = int(rows.reshape(-1)[np.flatnonzero(pos.reshape(-1) == p)[0]])
         t = self._ring.table
@@ -386,7 +505,7 @@ class ZarrStorage:
 
     def write_column(self, name: str, rows: np.ndarray, values: np.ndarray) -> None:
         check_column_name(name)
-        self._require_writer()
+        self._require_writer(column=name)
         if name not in self._columns:
             chunk = min(_SMALL_CHUNK_ROWS, self.capacity)
             self.group.create_array(
