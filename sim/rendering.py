@@ -52,6 +52,7 @@ def select_gl_backend(preferred: str = "auto") -> str:
     Raises:
         SimError: when no candidate backend can render, with the packages to install.
     """
+    preload_triton()  # before any suite (robosuite makes its own context) creates the first GL context
     current = os.environ.get("MUJOCO_GL", "").strip().lower()
     if current:
         os.environ.setdefault("PYOPENGL_PLATFORM", current)
@@ -81,8 +82,11 @@ def preload_triton() -> None:
     """Import triton (if installed) before the first GL context exists.
 
     Measured here (Mesa llvmpipe, torch 2.14 CUDA build): importing triton after an EGL/OSMesa context was
-    created crashes the process (SIGSEGV), and transformers models and ``torch.compile`` import it
-    through ``torch._dynamo``; imported first, both work. Costs ~0.6 s once per process.
+    created crashes the process (SIGSEGV), even after that context was freed, and transformers models and
+    ``torch.compile`` import it through ``torch._dynamo``; imported first, both work. Costs ~0.6 s once per
+    process. Every path to a context calls it first: ``select_gl_backend`` (so ``make_env``),
+    ``FrameRenderer`` and the robosuite adapter, whose own renderer never passes through ``FrameRenderer``
+    (a robosuite env made and closed, then a twin or Meta-World env with a camera, was exit 139: issue #15).
     """
     with contextlib.suppress(ImportError):
         import triton  # noqa: F401

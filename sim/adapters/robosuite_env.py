@@ -17,7 +17,7 @@ from gymnasium import spaces
 from robot.contract import STATE_KEY, pixel_key, state_and_pixel_spaces
 from sim.config import SimConfig
 from sim.errors import SimError
-from sim.rendering import set_antialias
+from sim.rendering import preload_triton, set_antialias
 from sim.rewards import shaped_or_sparse_reward
 
 TASK_DESCRIPTIONS: dict[str, str] = {
@@ -52,6 +52,7 @@ class RobosuiteEnv(gymnasium.Env):
         for camera in cfg.cameras:
             if camera not in CAMERAS:
                 raise SimError(f"unknown robosuite camera {camera!r}; expected one of {list(CAMERAS)}")
+        preload_triton()  # robosuite creates its GL context itself: triton must be imported before it
         import robosuite  # slow (seconds): only when a robosuite env is asked for
 
         self.cfg = cfg
