@@ -7,16 +7,37 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True, kw_only=True)
 class PixelEncoderConfig:
-    """The small conv net that turns ``pixels/<cam>`` images into features (DrQ style)."""
+    """The small conv net that turns ``pixels/<cam>`` images into features, shared by actor and critics.
 
+    Sized for a CPU (issue #13): frames are average-pooled down to the policy image size, then strided 3x3
+    convs. At 64 px frames, batch 256, one thread, the default costs about 3.6x a state update (see
+    ``benchmarks/pixel_learning.py``); the first encoder (4 layers of 32 channels at 64 px, stride 2 then
+    1) cost 40-150x.
+    """
+
+    image_size: int = 32
+    """Policy image side in pixels: frames are average-pooled by the integer factor ``frame // image_size``
+    (at least 1) before the convs, so 64 px frames become 32 px; 0 keeps the frames' own size. Separate
+    from the scorer's clip size (the frames the sim renders, ``--sim.image-size``)."""
     channels: int = 32
-    """Feature maps per conv layer."""
-    num_layers: int = 4
-    """Number of 3x3 conv layers (the first has stride 2, the rest stride 1)."""
+    """Feature maps of every conv layer after the first."""
+    first_channels: int = 16
+    """Feature maps of the first conv layer (the widest image: the most expensive layer)."""
+    num_layers: int = 3
+    """Number of 3x3 conv layers."""
+    strided_layers: int = 2
+    """The first this many conv layers have stride 2, the rest stride 1."""
     feature_dim: int = 50
     """Size of the features after the linear + LayerNorm + tanh projection, per camera."""
     shift_pad_px: int = 4
-    """DrQ random-shift augmentation: pad by this many pixels (replicate) and crop back; 0 disables it."""
+    """DrQ random-shift augmentation on the stored frames: pad by this many pixels (replicate) and crop
+    back; 0 disables it."""
+    frozen: bool = False
+    """Keep the conv net fixed (no gradients, half the cost of an update): for an encoder pretrained on
+    the twin's own frames (``agents.pretrain``) or loaded from ``weights_path``."""
+    weights_path: str = ""
+    """A state dict (``torch.save``) of this encoder (as ``agents.pretrain.save_encoder`` writes) to
+    start from; empty: random initialisation."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +60,11 @@ class SACConfig:
     """Entropy target in nats; None means ``-action_dim``."""
     tau: float = 0.005
     """Polyak rate of the target critics (and target pixel encoder)."""
+    num_critics: int = 2
+    """Critics in the ensemble (REDQ/RLPD use 10), all run as one batched matmul per layer."""
+    target_critics: int = 2
+    """Size of the random subset of critics whose minimum forms the TD target (REDQ, Chen et al. 2021);
+    equal to ``num_critics`` takes the minimum over all (clipped double Q with 2)."""
     utd_ratio: int = 1
     """Update-to-data ratio: gradient updates per environment step (the training loop reads it)."""
     layer_norm: bool = False
@@ -47,6 +73,48 @@ class SACConfig:
     """Lower clamp of the actor's log standard deviation."""
     log_std_max: float = 2.0
     """Upper clamp of the actor's log standard deviation."""
+    normalize_obs: bool = True
+    """Normalise non-pixel observations with running mean/std statistics (updated from training batches)."""
+    obs_clip: float = 10.0
+    """Clip normalised observations to +-this value."""
+    pixel: PixelEncoderConfig = field(default_factory=PixelEncoderConfig)
+    """Encoder for pixel observations (used only when the observation spec has ``pixels/<cam>`` keys)."""
+    seed: int = 0
+    """Seed of network initialisation and of the agent's own sampling (actions, augmentation)."""
+    device: str = "cpu"
+    """Torch device of the learner."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class IQLConfig:
+    """Implicit Q-Learning (Kostrikov et al. 2022) for offline data; ``bc`` turns it into behaviour cloning."""
+
+    hidden_dims: tuple[int, ...] = (256, 256)
+    """Hidden layer sizes of the actor, of each Q-network and of the value network."""
+    actor_lr: float = 3e-4
+    """Adam learning rate of the actor."""
+    critic_lr: float = 3e-4
+    """Adam learning rate of the Q-networks (and the pixel encoder, which only the Q loss trains)."""
+    value_lr: float = 3e-4
+    """Adam learning rate of the value network."""
+    expectile: float = 0.7
+    """Expectile tau of the value loss, in (0.5, 1): V approaches the upper expectile of Q over the data's actions."""
+    temperature: float = 3.0
+    """Inverse temperature beta of advantage-weighted regression: weights exp(beta * (Q - V))."""
+    max_weight: float = 100.0
+    """Clip of the actor's exp-advantage weights (the paper's 100)."""
+    num_critics: int = 2
+    """Q-networks in the ensemble (run as one batched matmul); the target is their minimum."""
+    tau: float = 0.005
+    """Polyak rate of the target Q-networks (and target pixel encoder)."""
+    layer_norm: bool = False
+    """LayerNorm after each hidden layer of the Q- and value networks."""
+    log_std_min: float = -5.0
+    """Lower clamp of the actor's log standard deviation."""
+    log_std_max: float = 2.0
+    """Upper clamp of the actor's log standard deviation."""
+    bc: bool = False
+    """Behaviour cloning instead of IQL: every weight is 1 and no Q or value network is trained."""
     normalize_obs: bool = True
     """Normalise non-pixel observations with running mean/std statistics (updated from training batches)."""
     obs_clip: float = 10.0

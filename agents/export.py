@@ -22,7 +22,10 @@ from agents.errors import AgentError
 
 if TYPE_CHECKING:
     from agents.encoders import ObsSpec
+    from agents.iql import IQL
     from agents.sac import SAC
+
+    Agent = SAC | IQL  # both have encoder, actor (deterministic action tanh(mean)), action bounds, obs_spec
 
 FORMAT_VERSION = 1
 METADATA_FILE = "vlmrl_policy.json"
@@ -35,14 +38,15 @@ class Policy(nn.Module):
         action_low: torch.Tensor
         action_high: torch.Tensor
 
-    def __init__(self, sac: SAC) -> None:
+    def __init__(self, sac: Agent) -> None:
         super().__init__()
         self.encoder = copy.deepcopy(sac.encoder).eval()
         self.actor = copy.deepcopy(sac.actor).eval()
         self.register_buffer("action_low", sac.action_low.detach().clone().cpu())
         self.register_buffer("action_high", sac.action_high.detach().clone().cpu())
-        self.first_key: str = next(iter(sac.obs_spec))
-        self.first_rank: int = len(sac.obs_spec[self.first_key][0])
+        spec = actor_obs_spec(sac)
+        self.first_key: str = next(iter(spec))
+        self.first_rank: int = len(spec[self.first_key][0])
         self.requires_grad_(False)
 
     def forward(self, obs: dict[str, Tensor]) -> Tensor:
@@ -55,17 +59,24 @@ class Policy(nn.Module):
         return action if batched else action[0]
 
 
-def policy_metadata(sac: SAC) -> dict[str, Any]:
+def actor_obs_spec(agent: Agent) -> ObsSpec:
+    """The observation keys the exported actor reads: the agent's keys without critic-only (privileged) ones."""
+    return {k: v for k, v in agent.obs_spec.items() if k in agent.encoder.actor_keys}
+
+
+def policy_metadata(sac: Agent) -> dict[str, Any]:
     """What a deploy loop needs to feed the policy: observation keys, shapes, dtypes, action bounds."""
     return {
         "format_version": FORMAT_VERSION,
-        "obs_spec": {k: [list(shape), np.dtype(dtype).name] for k, (shape, dtype) in sac.obs_spec.items()},
+        "obs_spec": {
+            k: [list(shape), np.dtype(dtype).name] for k, (shape, dtype) in actor_obs_spec(sac).items()
+        },
         "action_low": sac.action_low.cpu().tolist(),
         "action_high": sac.action_high.cpu().tolist(),
     }
 
 
-def export_policy(sac: SAC, path: str | Path) -> Path:
+def export_policy(sac: Agent, path: str | Path) -> Path:
     """Write the actor as TorchScript to ``path`` (conventionally ``policy.pt``); returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -77,7 +88,7 @@ def export_policy(sac: SAC, path: str | Path) -> Path:
     return path
 
 
-def export_onnx(sac: SAC, path: str | Path) -> Path:
+def export_onnx(sac: Agent, path: str | Path) -> Path:
     """Write the actor as ONNX (inputs named by observation key, batched; output ``action``).
 
     When onnxruntime is installed (the ``export`` extra), the written file is run on a few random
@@ -87,7 +98,8 @@ def export_onnx(sac: SAC, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     policy = Policy(sac).cpu()
-    keys = list(sac.obs_spec)
+    spec = actor_obs_spec(sac)
+    keys = list(spec)
 
     class _Flat(nn.Module):
         def __init__(self) -> None:
@@ -99,7 +111,7 @@ def export_onnx(sac: SAC, path: str | Path) -> Path:
 
     examples = tuple(
         torch.zeros((1, *shape), dtype=torch.from_numpy(np.zeros(0, dtype)).dtype)
-        for shape, dtype in sac.obs_spec.values()
+        for shape, dtype in spec.values()
     )
     torch.onnx.export(
         _Flat(),
@@ -110,7 +122,7 @@ def export_onnx(sac: SAC, path: str | Path) -> Path:
         dynamic_axes={**{k: {0: "batch"} for k in keys}, "action": {0: "batch"}},
         dynamo=False,
     )
-    _check_onnx(policy, sac.obs_spec, path)
+    _check_onnx(policy, spec, path)
     return path
 
 

@@ -3,7 +3,13 @@
 SAC (Haarnoja et al. 2018, "Soft Actor-Critic Algorithms and Applications") with twin critics and
 target networks, automatic temperature, optional LayerNorm critics (RLPD), n-step returns through the
 buffer's ``Batch.discount``, PER importance weights, and DrQ for pixels (the conv encoder is trained by
-the critic loss only; the actor sees its features detached).
+the critic loss only; the actor sees its features detached). A critic ensemble with the TD target over a
+random subset (REDQ, Chen et al. 2021; RLPD, Ball et al. 2023), and an asymmetric critic: keys named
+``privileged_keys`` (the sim's state) reach the critics only, never the actor or an exported policy.
+
+Pixels (issue #13): one encoder, shared by actor and critics and trained by the critic loss; the TD
+target encodes the next observation with the same (online) encoder without gradients, as DrQ-v2 does,
+instead of a third pass through a target encoder. With ``pixel.frozen`` the encoder takes no gradient.
 
 Speed (compute-bound on CPU): both critics run as one batched matmul per layer; the actor loss goes
 through the critics with detached weights (no weight gradients for the critics there); critic, actor and
@@ -25,7 +31,7 @@ from torch import Tensor
 
 from agents.augmentation import random_shift
 from agents.config import SACConfig
-from agents.encoders import ObservationEncoder, ObsSpec, is_pixel_key
+from agents.encoders import ObservationEncoder, ObsSpec, is_pixel_key, load_pixel_weights
 from agents.errors import AgentError
 from agents.networks import Actor, TwinCritic, sample_squashed, squash
 from buffer.batch import Batch
@@ -40,7 +46,13 @@ class SAC:
         action_space: a bounded ``gymnasium.spaces.Box``; actions are returned in its (env) units.
     """
 
-    def __init__(self, cfg: SACConfig, obs_spec: ObsSpec, action_space: gym.spaces.Box) -> None:
+    def __init__(
+        self,
+        cfg: SACConfig,
+        obs_spec: ObsSpec,
+        action_space: gym.spaces.Box,
+        privileged_keys: tuple[str, ...] = (),
+    ) -> None:
         if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
             raise AgentError(f"SAC needs a 1-D Box action space, got {action_space}")
         low, high = np.asarray(action_space.low, np.float64), np.asarray(action_space.high, np.float64)
@@ -48,6 +60,11 @@ class SAC:
             raise AgentError(f"SAC needs finite action bounds with high > low, got low={low} high={high}")
         if cfg.utd_ratio < 1 or not 0.0 < cfg.tau <= 1.0 or cfg.init_alpha <= 0.0:
             raise AgentError("SACConfig needs utd_ratio >= 1, 0 < tau <= 1 and init_alpha > 0")
+        if cfg.num_critics < 1 or not 1 <= cfg.target_critics <= cfg.num_critics:
+            raise AgentError(
+                f"SACConfig needs num_critics >= 1 and 1 <= target_critics <= num_critics, "
+                f"got {cfg.num_critics} and {cfg.target_critics}"
+            )
         self.cfg = cfg
         self.obs_spec = dict(obs_spec)
         self.device = torch.device(cfg.device)
@@ -59,18 +76,22 @@ class SAC:
         self.generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
 
         # Networks. The encoder belongs to the critic (DrQ); the actor reads its features detached.
-        self.encoder = ObservationEncoder(obs_spec, cfg.pixel, cfg.normalize_obs, cfg.obs_clip).to(
-            self.device
-        )
+        self.encoder = ObservationEncoder(
+            obs_spec, cfg.pixel, cfg.normalize_obs, cfg.obs_clip, privileged_keys=tuple(privileged_keys)
+        ).to(self.device)
+        if cfg.pixel.weights_path and self.has_pixels:
+            load_pixel_weights(self.encoder, cfg.pixel.weights_path)
+        self.encoder_trains = self.has_pixels and not cfg.pixel.frozen
+        self.encoder.pixel_encoders.requires_grad_(self.encoder_trains)
+        self.actor_obs_spec = {k: self.obs_spec[k] for k in self.encoder.actor_keys}
+        """The keys the actor (and an exported policy) reads: ``obs_spec`` without the privileged keys."""
         features = self.encoder.feature_dim
+        critic_in = features + self.encoder.privileged_dim + self.action_dim
         self.actor = Actor(features, self.action_dim, cfg.hidden_dims, cfg.log_std_min, cfg.log_std_max)
-        self.critic = TwinCritic(features + self.action_dim, cfg.hidden_dims, 2, cfg.layer_norm)
+        self.critic = TwinCritic(critic_in, cfg.hidden_dims, cfg.num_critics, cfg.layer_norm)
         self.actor.to(self.device)
         self.critic.to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        # The target encoder shares the online normaliser (statistics are not polyak-averaged).
-        self.encoder_target = copy.deepcopy(self.encoder).requires_grad_(False)
-        self.encoder_target.normalizer = self.encoder.normalizer
         self.log_alpha = torch.tensor(
             math.log(cfg.init_alpha), device=self.device, requires_grad=cfg.autotune_alpha
         )
@@ -79,16 +100,19 @@ class SAC:
         # One fused Adam over disjoint parameter groups (see the module docstring).
         groups: list[dict[str, Any]] = [
             {"params": list(self.actor.parameters()), "lr": cfg.actor_lr},
-            {"params": [*self.critic.parameters(), *self.encoder.parameters()], "lr": cfg.critic_lr},
+            {
+                "params": [
+                    *self.critic.parameters(),
+                    *(p for p in self.encoder.parameters() if p.requires_grad),
+                ],
+                "lr": cfg.critic_lr,
+            },
         ]
         if cfg.autotune_alpha:
             groups.append({"params": [self.log_alpha], "lr": cfg.alpha_lr})
         self.optimizer = torch.optim.Adam(groups, fused=self.device.type in ("cpu", "cuda"))
-        self._online: list[Tensor] = [*self.critic.parameters(), *self.encoder.pixel_encoders.parameters()]
-        self._target: list[Tensor] = [
-            *self.critic_target.parameters(),
-            *self.encoder_target.pixel_encoders.parameters(),
-        ]
+        self._online: list[Tensor] = list(self.critic.parameters())
+        self._target: list[Tensor] = list(self.critic_target.parameters())
         self.num_updates = 0
 
     # ----------------------------------------------------------------------------------------- acting
@@ -107,21 +131,24 @@ class SAC:
         """The actor's [-1, 1] units -> env units."""
         return self.action_low + 0.5 * (unit_action + 1.0) * (self.action_high - self.action_low)
 
-    def obs_to_tensors(self, obs: dict[str, np.ndarray]) -> dict[str, Tensor]:
-        """Numpy observation dict (the keys of ``obs_spec``) -> tensors on the learner's device."""
+    def obs_to_tensors(
+        self, obs: dict[str, np.ndarray], keys: dict[str, Any] | None = None
+    ) -> dict[str, Tensor]:
+        """Numpy observation dict (the keys of ``keys``, default ``obs_spec``) -> tensors on the learner's device."""
+        keys = self.obs_spec if keys is None else keys
         try:
-            return {k: torch.as_tensor(np.asarray(obs[k]), device=self.device) for k in self.obs_spec}
+            return {k: torch.as_tensor(np.asarray(obs[k]), device=self.device) for k in keys}
         except KeyError as exc:
             raise AgentError(
-                f"observation is missing key {exc.args[0]!r} (agent reads {list(self.obs_spec)})"
+                f"observation is missing key {exc.args[0]!r} (agent reads {list(keys)})"
             ) from None
 
     @torch.no_grad()
     def act(self, obs: dict[str, np.ndarray], deterministic: bool = False) -> np.ndarray:
         """Action for one observation (or a batch with a leading axis), float32 in env units."""
-        tensors = self.obs_to_tensors(obs)
-        first = next(iter(self.obs_spec))
-        batched = tensors[first].dim() == len(self.obs_spec[first][0]) + 1
+        tensors = self.obs_to_tensors(obs, self.actor_obs_spec)
+        first = next(iter(self.actor_obs_spec))
+        batched = tensors[first].dim() == len(self.actor_obs_spec[first][0]) + 1
         if not batched:
             tensors = {k: v.unsqueeze(0) for k, v in tensors.items()}
         features = self.encoder(tensors)
@@ -146,7 +173,7 @@ class SAC:
         reward = torch.as_tensor(batch.reward, device=self.device)
         discount = torch.as_tensor(batch.discount, device=self.device)
         weights = torch.as_tensor(batch.weights, device=self.device)
-        self.encoder.normalizer.update(self.encoder.state_vector(obs))
+        self.encoder.update_statistics(obs)
         if self.has_pixels and self.cfg.pixel.shift_pad_px > 0:
             pad = self.cfg.pixel.shift_pad_px
             obs = {k: random_shift(v, pad, self.generator) if is_pixel_key(k) else v for k, v in obs.items()}
@@ -156,7 +183,13 @@ class SAC:
         noise_shape = (action.shape[0], self.action_dim)
         next_noise = torch.randn(noise_shape, generator=self.generator, device=self.device)
         pi_noise = torch.randn(noise_shape, generator=self.generator, device=self.device)
-        loss, td, stats = self._losses(obs, next_obs, action, reward, discount, weights, next_noise, pi_noise)
+        subset = None  # all critics, unless the target uses a random subset of the ensemble (REDQ)
+        if self.cfg.target_critics < self.cfg.num_critics:
+            subset = torch.randperm(self.cfg.num_critics, generator=self.generator, device=self.device)
+            subset = subset[: self.cfg.target_critics]
+        loss, td, stats = self._losses(
+            obs, next_obs, action, reward, discount, weights, next_noise, pi_noise, subset
+        )
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
@@ -179,6 +212,7 @@ class SAC:
         weights: Tensor,
         next_noise: Tensor,
         pi_noise: Tensor,
+        subset: Tensor | None,
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Critic + actor + temperature loss (one scalar), TD errors [critics, B] and the logged scalars.
 
@@ -186,26 +220,35 @@ class SAC:
         """
         alpha = self.log_alpha.detach().exp()
 
-        # Critic target: r + discount * (min_i Q'_i(s', a') - alpha * log pi(a'|s')), a' ~ pi(s').
+        encoder = self.encoder
+        # Critic target: r + discount * (min_{i in subset} Q'_i(s', a') - alpha * log pi(a'|s')), a' ~ pi(s').
         with torch.no_grad():
-            next_features = self.encoder(next_obs) if self.has_pixels else self.encoder_target(next_obs)
+            next_features = encoder(next_obs)
             next_mean, next_log_std = self.actor(next_features)
             next_action, next_log_prob = squash(next_mean, next_log_std, next_noise)
-            target_features = self.encoder_target(next_obs) if self.has_pixels else next_features
-            next_q = self.critic_target(target_features, next_action).min(dim=0).values
+            next_critic_in = torch.cat([next_features, encoder.privileged(next_obs)], dim=-1)
+            next_qs = self.critic_target(next_critic_in, next_action)
+            next_q = (next_qs if subset is None else next_qs[subset]).min(dim=0).values
             target = reward + discount * (next_q - alpha * next_log_prob)
 
         # Critic loss, importance-weighted (PER); the encoder learns from this loss only.
-        features = self.encoder(obs)
-        q = self.critic(features, action)
+        if self.encoder_trains:
+            features = encoder(obs)
+        else:
+            with torch.no_grad():
+                features = encoder(obs)
+        privileged = encoder.privileged(obs)
+        q = self.critic(torch.cat([features, privileged], dim=-1), action)
         td = q - target.unsqueeze(0)
         critic_loss = 0.5 * (weights * td.pow(2)).mean(dim=1).sum()
 
-        # Actor loss through the critics with detached weights, on detached features.
+        # Actor loss through the critics with detached weights, on detached features: the minimum of a
+        # twin, the ensemble mean of more critics (REDQ).
         actor_features = features.detach()
         mean, log_std = self.actor(actor_features)
         pi_action, log_prob = squash(mean, log_std, pi_noise)
-        q_pi = self.critic(actor_features, pi_action, detach_params=True).min(dim=0).values
+        q_all = self.critic(torch.cat([actor_features, privileged], dim=-1), pi_action, detach_params=True)
+        q_pi = q_all.min(dim=0).values if self.cfg.num_critics <= 2 else q_all.mean(dim=0)
         actor_loss = (alpha * log_prob - q_pi).mean()
         loss = critic_loss + actor_loss
         alpha_loss = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
@@ -222,7 +265,6 @@ class SAC:
         """
         state = {
             "encoder": self.encoder.state_dict(),
-            "encoder_target": self.encoder_target.state_dict(),
             "actor": self.actor.state_dict(),
             "critic": self.critic.state_dict(),
             "critic_target": self.critic_target.state_dict(),
@@ -238,8 +280,11 @@ class SAC:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a ``state_dict()``; raises AgentError when it comes from a differently shaped agent."""
         try:
-            self.encoder.load_state_dict(state["encoder"])
-            self.encoder_target.load_state_dict(state["encoder_target"])
+            encoder_state = dict(state["encoder"])
+            if not self.encoder.privileged_keys:  # checkpoints from before asymmetric critics
+                for name, value in self.encoder.privileged_normalizer.state_dict().items():
+                    encoder_state.setdefault(f"privileged_normalizer.{name}", value)
+            self.encoder.load_state_dict(encoder_state)
             self.actor.load_state_dict(state["actor"])
             self.critic.load_state_dict(state["critic"])
             self.critic_target.load_state_dict(state["critic_target"])
@@ -251,5 +296,3 @@ class SAC:
             self.log_alpha.copy_(state["log_alpha"])
         self.generator.set_state(state["generator"])
         self.num_updates = int(state["num_updates"])
-        # The target encoder's normaliser is the online one (load_state_dict copied equal values).
-        self.encoder_target.normalizer = self.encoder.normalizer

@@ -1,0 +1,161 @@
+"""Issue #13 parts of SAC: policy image size, frozen/loaded encoders, critic ensembles, asymmetric critics."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from agents.config import PixelEncoderConfig, SACConfig
+from agents.encoders import PixelEncoder, save_pixel_weights
+from agents.errors import AgentError
+from agents.export import export_onnx, export_policy, load_policy
+from agents.sac import SAC
+from buffer.batch import Batch
+
+JOINTS = {f"{name}.pos": ((1,), np.dtype(np.float32)) for name in ("shoulder_pan", "gripper")}
+ROBOT_SPEC = {**JOINTS, "pixels/front": ((32, 32, 3), np.dtype(np.uint8))}
+SIM_SPEC = {**ROBOT_SPEC, "state": ((5,), np.dtype(np.float32))}
+PIXELS = PixelEncoderConfig(image_size=16, channels=4, first_channels=4, num_layers=2, feature_dim=8)
+SMALL = SACConfig(hidden_dims=(32, 32), pixel=PIXELS)
+BOX = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+
+def random_obs(spec, batch: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    return {
+        key: rng.integers(0, 256, (batch, *shape), dtype=np.uint8)
+        if dtype == np.uint8
+        else rng.normal(size=(batch, *shape)).astype(np.float32)
+        for key, (shape, dtype) in spec.items()
+    }
+
+
+def random_batch(spec, batch: int = 16, seed: int = 0) -> Batch:
+    rng = np.random.default_rng(seed)
+    ones = np.ones(batch, np.float32)
+    return Batch(
+        random_obs(spec, batch, rng),
+        rng.uniform(-1, 1, (batch, 2)).astype(np.float32),
+        rng.normal(size=batch).astype(np.float32),
+        random_obs(spec, batch, rng),
+        0 * ones,
+        0.99 * ones,
+        ones,
+        np.arange(batch),
+    )
+
+
+def params(module: torch.nn.Module) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in module.parameters()]
+
+
+def test_frames_are_pooled_to_the_policy_image_size() -> None:
+    cfg = PixelEncoderConfig(image_size=32, num_layers=2)
+    assert PixelEncoder((64, 64, 3), cfg).image_px == (32, 32)
+    assert PixelEncoder((84, 84, 3), cfg).image_px == (42, 42)  # integer factor 2
+    assert PixelEncoder((20, 20, 3), cfg).image_px == (20, 20)  # never upsampled
+    assert PixelEncoder((64, 64, 3), PixelEncoderConfig(image_size=0, num_layers=2)).image_px == (64, 64)
+    # A 2x2 block of equal pixels is one pooled pixel: a 64 px frame made of 2x2 blocks encodes exactly
+    # as its 32 px version does.
+    encoder = PixelEncoder((64, 64, 3), cfg)
+    small = torch.randint(0, 256, (2, 32, 32, 3), dtype=torch.uint8)
+    large = small.repeat_interleave(2, dim=1).repeat_interleave(2, dim=2)
+    same_weights = PixelEncoder((32, 32, 3), cfg)
+    same_weights.load_state_dict(encoder.state_dict())
+    torch.testing.assert_close(encoder(large), same_weights(small))
+
+
+def test_too_many_layers_for_the_image_is_one_agent_error() -> None:
+    with pytest.raises(AgentError, match="do not fit 4x4 px policy images"):
+        PixelEncoder((8, 8, 3), PixelEncoderConfig(image_size=4, num_layers=3))
+
+
+def test_a_frozen_encoder_takes_no_gradient_and_loads_saved_weights(tmp_path) -> None:
+    trained = SAC(SMALL, ROBOT_SPEC, BOX)
+    for seed in range(2):
+        trained.update(random_batch(ROBOT_SPEC, seed=seed))
+    path = tmp_path / "encoder.pt"
+    save_pixel_weights(trained.encoder, str(path))
+    frozen_cfg = PixelEncoderConfig(**{**PIXELS.__dict__, "frozen": True, "weights_path": str(path)})
+    frozen = SAC(SACConfig(hidden_dims=(32, 32), pixel=frozen_cfg, seed=3), ROBOT_SPEC, BOX)
+    loaded = params(frozen.encoder.pixel_encoders)
+    for a, b in zip(loaded, params(trained.encoder.pixel_encoders), strict=True):
+        torch.testing.assert_close(a, b)
+    critic_before = params(frozen.critic)
+    frozen.update(random_batch(ROBOT_SPEC, seed=5))
+    for a, b in zip(loaded, params(frozen.encoder.pixel_encoders), strict=True):
+        assert torch.equal(a, b)
+    assert not all(torch.equal(a, b) for a, b in zip(critic_before, params(frozen.critic), strict=True))
+
+
+def test_bad_encoder_weights_are_one_agent_error(tmp_path) -> None:
+    path = tmp_path / "other.pt"
+    torch.save({"convs.0.weight": torch.zeros(3, 3, 3, 3)}, path)
+    bad = PixelEncoderConfig(**{**PIXELS.__dict__, "weights_path": str(path)})
+    with pytest.raises(AgentError, match="do not fit this encoder"):
+        SAC(SACConfig(hidden_dims=(8,), pixel=bad), ROBOT_SPEC, BOX)
+    missing = PixelEncoderConfig(**{**PIXELS.__dict__, "weights_path": str(tmp_path / "none.pt")})
+    with pytest.raises(AgentError, match="cannot read pixel encoder weights"):
+        SAC(SACConfig(hidden_dims=(8,), pixel=missing), ROBOT_SPEC, BOX)
+
+
+def test_ensemble_runs_as_one_stacked_critic_and_rejects_bad_subsets() -> None:
+    sac = SAC(SACConfig(hidden_dims=(16,), num_critics=5, target_critics=2), JOINTS, BOX)
+    assert sac.critic.weights[0].shape[0] == 5
+    metrics = sac.update(random_batch(JOINTS))
+    assert metrics["td_error"].shape == (16,) and np.isfinite(metrics["q_mean"])
+    with pytest.raises(AgentError, match="target_critics"):
+        SAC(SACConfig(num_critics=2, target_critics=3), JOINTS, BOX)
+
+
+def test_subset_target_matches_a_hand_computed_one() -> None:
+    """With every TD weight but one zero, the critic moves towards r + d * min over the drawn subset."""
+    cfg = SACConfig(
+        hidden_dims=(16,), num_critics=4, target_critics=2, normalize_obs=False, autotune_alpha=False
+    )
+    sac = SAC(cfg, JOINTS, BOX)
+    batch = random_batch(JOINTS, seed=1)
+    obs, next_obs = sac.obs_to_tensors(batch.obs), sac.obs_to_tensors(batch.next_obs)
+    gen = torch.Generator().manual_seed(0)
+    gen.set_state(sac.generator.get_state())
+    next_noise = torch.randn((16, 2), generator=gen)
+    torch.randn((16, 2), generator=gen)  # the actor's noise
+    subset = torch.randperm(4, generator=gen)[:2]
+    with torch.no_grad():
+        from agents.networks import squash
+
+        mean, log_std = sac.actor(sac.encoder(next_obs))
+        next_action, log_prob = squash(mean, log_std, next_noise)
+        next_q = sac.critic_target(sac.encoder(next_obs), next_action)[subset].min(dim=0).values
+        target = torch.as_tensor(batch.reward) + 0.99 * (next_q - sac.alpha * log_prob)
+        q = sac.critic(sac.encoder(obs), sac.to_unit(torch.as_tensor(batch.action)))
+    metrics = sac.update(batch)
+    np.testing.assert_allclose(
+        metrics["td_error"], (q - target).abs().mean(dim=0).numpy(), rtol=1e-5, atol=1e-5
+    )
+
+
+def test_asymmetric_critic_reads_privileged_state_and_the_actor_never_does(tmp_path) -> None:
+    sac = SAC(SMALL, SIM_SPEC, BOX, privileged_keys=("state",))
+    assert sac.encoder.privileged_dim == 5 and "state" not in sac.actor_obs_spec
+    assert sac.critic.weights[0].shape[1] == sac.encoder.feature_dim + 5 + 2
+    for seed in range(3):
+        sac.update(random_batch(SIM_SPEC, seed=seed))
+    assert float(sac.encoder.privileged_normalizer.count) == 48
+    robot_obs = {k: v[0] for k, v in random_obs(ROBOT_SPEC, 1, np.random.default_rng(9)).items()}
+    action = sac.act(robot_obs, deterministic=True)  # no "state" needed to act
+    policy = load_policy(export_policy(sac, tmp_path / "policy.pt"))
+    assert set(policy.obs_spec) == set(ROBOT_SPEC)
+    np.testing.assert_allclose(policy(robot_obs), action, rtol=1e-5, atol=1e-6)
+    export_onnx(sac, tmp_path / "policy.onnx")  # checked in onnxruntime against the torch policy
+    # The critic does use the privileged part: changing it changes Q.
+    obs = sac.obs_to_tensors(random_batch(SIM_SPEC, seed=4).obs)
+    features = sac.encoder(obs)
+    act = torch.zeros(16, 2)
+    q1 = sac.critic(torch.cat([features, sac.encoder.privileged(obs)], -1), act)
+    obs["state"] = obs["state"] + 3.0
+    q2 = sac.critic(torch.cat([features, sac.encoder.privileged(obs)], -1), act)
+    assert not torch.allclose(q1, q2)
+    with pytest.raises(AgentError, match="privileged key 'pixels/front'"):
+        SAC(SMALL, SIM_SPEC, BOX, privileged_keys=("pixels/front",))
