@@ -21,7 +21,7 @@ from vlm.config import (
 )
 from vlm.errors import VLMError
 from vlm.factory import check_reachable, make_scorer
-from vlm.prompts import make_prompt, prompt_hash, task_prompt
+from vlm.prompts import make_prompt, prompt_hash, scorer_prompt
 from vlm.score_calibration import ScoreCalibration, fit_calibration
 from vlm.scorer import Scorer
 from vlm.worker import ClipRequest, ScoringWorker
@@ -51,6 +51,6 @@ __all__ = [
     "make_prompt",
     "make_scorer",
     "prompt_hash",
+    "scorer_prompt",
     "subsample_indices",
-    "task_prompt",
 ]

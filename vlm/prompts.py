@@ -1,7 +1,14 @@
-"""Prompt templates per task and question kind, and the hash stored with every score.
+"""Prompt templates per question kind, the one prompt builder, and the hash stored with every score.
 
 VLMs answer best when asked one concrete yes/no question about the final frames (VLM-RB, Sharony et al.
 2026; RL-VLM-F); the three kinds below are goal satisfaction, progress, and contact plus displacement.
+
+The task description is the one source of prompts: an env's ``task_description`` (for the SO-101 twin,
+``sim.so101.tasks``' ``description`` of each task), which ``vlmrl record`` stores with the episodes and a
+LeRobotDataset keeps as its task sentence. ``scorer_prompt`` turns it into the text a scorer gets, and
+``vlmrl train``, ``vlmrl score`` and ``vlmrl finetune`` all call it, so a score calibration fitted on
+recordings (it stores the prompt's hash) is accepted by training on the same task. vlm/ may not import
+sim/, so this module knows no task names.
 """
 
 from __future__ import annotations
@@ -12,22 +19,6 @@ from typing import Literal
 from vlm.errors import VLMError
 
 PromptKind = Literal["goal", "progress", "contact"]
-
-TASK_GOALS: dict[str, str] = {
-    "reach": "move its gripper to the small green ball",
-    "lift": "pick up the red cube and lift it off the table",
-    "push": "push the red cube onto the blue circle",
-    "place": "pick up the red cube and put it in the blue bin",
-}
-"""Goal phrases for the SO-101 tasks; other suites pass their env's ``task_description``."""
-
-TASK_OBJECTS: dict[str, str] = {
-    "reach": "green ball",
-    "lift": "red cube",
-    "push": "red cube",
-    "place": "red cube",
-}
-"""The object a contact question is about, per task."""
 
 TEMPLATES: dict[str, str] = {
     "goal": (
@@ -55,24 +46,37 @@ def make_prompt(goal: str, kind: PromptKind = "goal", object_name: str = "object
     """Fills the ``kind`` template with a goal phrase (an env's ``task_description`` works too)."""
     if kind not in TEMPLATES:
         raise VLMError(f"unknown prompt kind {kind!r}; choose one of {sorted(TEMPLATES)}")
-    goal = goal.strip().rstrip(".")
-    if not goal:
+    phrase = goal_phrase(goal)
+    if not phrase:
         raise VLMError("the prompt needs a non-empty goal description")
-    return TEMPLATES[kind].format(goal=goal[0].lower() + goal[1:], object=object_name)
+    return TEMPLATES[kind].format(goal=phrase, object=object_name)
 
 
-def task_prompt(task: str, kind: PromptKind = "goal") -> str:
-    """The prompt for a named SO-101 task (``reach``, ``lift``, ``push``, ``place``)."""
-    if task not in TASK_GOALS:
-        raise VLMError(
-            f"no prompt for task {task!r}; known tasks: {sorted(TASK_GOALS)} (or call make_prompt(goal))"
-        )
-    return make_prompt(TASK_GOALS[task], kind, TASK_OBJECTS[task])
+def goal_phrase(description: str) -> str:
+    """A task description as the phrase the templates embed: no final full stop, lower-case first letter
+    ("Pick up the red cube." -> "pick up the red cube")."""
+    goal = description.strip().rstrip(".").strip()
+    return goal[:1].lower() + goal[1:]
 
 
 def clip_goal_prompt(goal: str) -> str:
-    """A caption for contrastive scorers from a goal phrase."""
-    return CLIP_GOAL_TEMPLATE.format(goal=goal.strip().rstrip("."))
+    """A caption for contrastive scorers from a goal phrase or task description."""
+    phrase = goal_phrase(goal)
+    if not phrase:
+        raise VLMError("the caption needs a non-empty goal description")
+    return CLIP_GOAL_TEMPLATE.format(goal=phrase)
+
+
+def scorer_prompt(task_description: str, scorer_kind: str = "") -> str:
+    """The text a scorer of kind ``scorer_kind`` gets for a task: the goal caption for contrastive scorers
+    (``clip``, which compare images with a description), the ``goal`` yes/no question for every other.
+
+    This is the one place prompts are derived from a task; train, score and finetune call it with the
+    env's (or the recording's) ``task_description``.
+    """
+    if scorer_kind == "clip":
+        return clip_goal_prompt(task_description)
+    return make_prompt(task_description, "goal")
 
 
 def prompt_hash(prompt: str) -> str:

@@ -1,5 +1,8 @@
 """Hand-written (privileged, IK-based) expert policies for the SO-101 twin tasks.
 
+Each task names its strategy (``Task.scripted_strategy``, one of ``STRATEGIES``); this module never
+branches on task names, so a new task that moves like an existing one needs no change here.
+
 They read the simulator state directly, so they serve as demonstrations, as the proof in the tests that
 each task's success is reachable, and as a sanity baseline for learned policies.
 """
@@ -37,12 +40,27 @@ def _grasp_roll_deg(pan_deg: float, cube_yaw_rad: float) -> float:
     return (roll + 45.0) % 90.0 - 45.0
 
 
+STRATEGIES: dict[str, str] = {
+    "move_to_goal": "move the tool centre point straight to the task's goal point, gripper open",
+    "pick_and_hold": "approach above the cube, descend, close, lift straight up and hold",
+    "pick_and_place": "pick the cube as above, carry it over the goal point, lower it and release",
+    "push": "go behind the cube (seen from the goal), lower the closed fingers and push it to the goal",
+}
+"""The expert's strategies by name; each twin task names one as its ``scripted_strategy``."""
+
+
 class ScriptedPolicy:
     """A phase machine over waypoints: approach above the cube, descend, close, carry, release."""
 
     def __init__(self, env: Any) -> None:
         self.env = env.unwrapped
         self.task = self.env.cfg.task
+        self.strategy: str = self.env.task.scripted_strategy
+        if self.strategy not in STRATEGIES:
+            raise SimError(
+                f"task {self.task!r}: scripted_strategy {self.strategy!r} unknown; "
+                f"expected one of {sorted(STRATEGIES)}"
+            )
         self.reset()
 
     def reset(self) -> None:
@@ -71,15 +89,15 @@ class ScriptedPolicy:
         sim, goal = self.env.sim, np.asarray(self.env.task.goal())
         tcp, cube = sim.tcp_position(), sim.cube_position()
         self.phase_steps += 1
-        if self.task == "reach":
+        if self.strategy == "move_to_goal":
             target = self._targets(goal, _OPEN, 0.0)
-        elif self.task == "push":
+        elif self.strategy == "push":
             target = self._push(tcp, cube, goal)
         else:
-            target = self._pick(tcp, cube, goal, sim)
+            target = self._pick(tcp, cube, goal, sim, place=self.strategy == "pick_and_place")
         return self._to_action(target)
 
-    def _pick(self, tcp: np.ndarray, cube: np.ndarray, goal: np.ndarray, sim: Any) -> np.ndarray:
+    def _pick(self, tcp: np.ndarray, cube: np.ndarray, goal: np.ndarray, sim: Any, place: bool) -> np.ndarray:
         pan = math.degrees(math.atan2(cube[1], cube[0]))
         if self.phase == 0:
             self._roll = _grasp_roll_deg(pan, sim.cube_yaw_rad())
@@ -99,9 +117,9 @@ class ScriptedPolicy:
                 self._next_phase()
                 self._hold = tcp.copy()
             return self._targets(grasp, _CLOSED, self._roll)
-        if self.task == "lift" or self.phase == 3:  # lift straight up
+        if not place or self.phase == 3:  # lift straight up
             lifted = np.array([self._hold[0], self._hold[1], carry_z])
-            if self.task == "place" and (tcp[2] > carry_z - 0.015 or self.phase_steps > 25):
+            if place and (tcp[2] > carry_z - 0.015 or self.phase_steps > 25):
                 self._next_phase()
             return self._targets(lifted, _CLOSED, self._roll)
         over_bin = np.array([goal[0], goal[1], carry_z])

@@ -2,6 +2,17 @@
 
 Every task reports ``success`` and a privileged ``progress`` in [0, 1] (staged: approach, grasp, lift,
 transport), which the env turns into the shaped reward and which the oracle scorer reads.
+
+A task owns everything about itself, and the rest of the project derives from this table:
+
+- ``description``: the one sentence that becomes the env's ``task_description``, is stored with
+  recordings, and is the one source of VLM prompts and CLIP captions (``vlm.prompts.scorer_prompt``);
+- ``scripted_strategy``: which of ``sim.so101.scripted.STRATEGIES`` the privileged expert runs;
+- ``default_max_steps``, ``reset`` (scene randomisation) and ``evaluate`` (success and progress);
+- its name in ``TASKS``, which gives the CLI's task choices (``TaskName``).
+
+Adding a twin task: write its class (here or in its own module under ``sim/so101/``), add one entry to
+``TASKS``, and a test that runs its scripted expert to success (see docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
@@ -9,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
@@ -39,7 +50,11 @@ class Task(Protocol):
     """A task on the twin scene: randomise, then judge each state."""
 
     description: str
+    """One sentence saying what the robot should do (the source of every prompt and caption)."""
     default_max_steps: int
+    """Steps before truncation when the config gives none."""
+    scripted_strategy: str
+    """The scripted expert's strategy for this task, a key of ``sim.so101.scripted.STRATEGIES``."""
 
     def reset(self, sim: SO101Sim, rng: np.random.Generator) -> None:
         """Place the task's objects (and park the others) for a new episode."""
@@ -93,6 +108,7 @@ class ReachTask:
 
     description = "Move the robot gripper to the small green ball."
     default_max_steps = 50
+    scripted_strategy = "move_to_goal"
 
     def __init__(self) -> None:
         self._target = np.zeros(3)
@@ -125,6 +141,7 @@ class LiftTask:
 
     description = "Pick up the red cube and lift it off the table."
     default_max_steps = 100
+    scripted_strategy = "pick_and_hold"
 
     def __init__(self) -> None:
         self._goal = np.zeros(3)
@@ -154,6 +171,7 @@ class PushTask:
 
     description = "Push the red cube onto the blue circle on the table."
     default_max_steps = 100
+    scripted_strategy = "push"
 
     def __init__(self) -> None:
         self._zone = np.zeros(3)
@@ -192,6 +210,7 @@ class PlaceTask:
 
     description = "Pick up the red cube and put it in the blue bin."
     default_max_steps = 150
+    scripted_strategy = "pick_and_place"
 
     def __init__(self) -> None:
         self._bin = np.zeros(3)
@@ -229,4 +248,11 @@ TASKS: dict[str, Callable[[], Task]] = {
     "push": PushTask,
     "place": PlaceTask,
 }
-"""SO-101 task name -> task class (explicit factory, no registration by import)."""
+"""SO-101 task name -> task class (explicit factory, no registration by import). The one list of twin
+tasks: the CLI's choices, the scripted expert and the tests all read it."""
+
+if TYPE_CHECKING:
+    TaskName = str
+else:
+    TaskName = Literal[tuple(TASKS)]
+"""A twin task name as a CLI choice (tyro lists ``TASKS``' keys); a plain ``str`` for the type checker."""

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from vlm import Clip, VLMError, as_clip, make_prompt, prompt_hash, subsample_indices, task_prompt
-from vlm.prompts import TASK_GOALS, TEMPLATES
+from vlm import Clip, VLMError, as_clip, make_prompt, prompt_hash, scorer_prompt, subsample_indices
+from vlm.prompts import TEMPLATES, clip_goal_prompt, goal_phrase
 
 
 def test_clip_validates_shape_dtype_and_info_length():
@@ -36,14 +36,29 @@ def test_subsample_clip_indexes_info_with_frames():
     np.testing.assert_array_equal(clip.frames[:, 0, 0, 0], clip.info["progress"] * 9)
 
 
-def test_prompts_cover_every_task_and_kind_and_hash_is_stable():
-    prompts = {task_prompt(t, k) for t in TASK_GOALS for k in TEMPLATES}
-    assert len(prompts) == len(TASK_GOALS) * len(TEMPLATES)
+def test_prompts_cover_every_kind_and_hash_is_stable():
+    goals = ("Pick up the red cube.", "Move the robot gripper to the small green ball.")
+    prompts = {make_prompt(g, k) for g in goals for k in TEMPLATES}
+    assert len(prompts) == len(goals) * len(TEMPLATES)
     assert all("yes or no" in p for p in prompts)
     assert make_prompt("Lift the cube.") == make_prompt("lift the cube")
     assert prompt_hash("a") == prompt_hash("a") != prompt_hash("a ")
     assert len(prompt_hash("x")) == 12
-    with pytest.raises(VLMError, match="known tasks"):
-        task_prompt("juggle")
+    with pytest.raises(VLMError, match="non-empty goal"):
+        make_prompt(" . ")
     with pytest.raises(VLMError, match="prompt kind"):
         make_prompt("lift", "vibes")  # type: ignore[arg-type]
+
+
+def test_scorer_prompt_is_the_goal_question_or_for_clip_the_caption_of_one_description():
+    description = "Push the red cube onto the blue circle on the table."
+    assert goal_phrase(description) == "push the red cube onto the blue circle on the table"
+    question = scorer_prompt(description, "hf")
+    assert question == scorer_prompt(description, "oracle") == make_prompt(description, "goal")
+    assert "The robot's task: push the red cube onto the blue circle on the table." in question
+    caption = scorer_prompt(description, "clip")
+    assert caption == clip_goal_prompt(description)
+    assert caption == "a robot arm that has managed to push the red cube onto the blue circle on the table"
+    assert "yes or no" not in caption
+    with pytest.raises(VLMError, match="caption needs a non-empty"):
+        scorer_prompt("", "clip")

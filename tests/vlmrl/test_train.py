@@ -323,12 +323,13 @@ def test_a_run_that_cannot_start_leaves_no_run_directory(tmp_path) -> None:
 def test_a_score_calibration_maps_the_clip_scores_and_a_resume_uses_the_runs_copy(tmp_path) -> None:
     from buffer import make_buffer
     from buffer.clips import clip_rows, plan_clips
-    from vlm import ScoreCalibration, VLMError, prompt_hash, task_prompt
+    from sim.so101.tasks import TASKS
+    from vlm import ScoreCalibration, VLMError, prompt_hash, scorer_prompt
 
     def save(temperature: float, scorer_id: str = "oracle") -> Path:
         return ScoreCalibration(
             scorer_id=scorer_id,
-            prompt_hash=prompt_hash(task_prompt("reach")),
+            prompt_hash=prompt_hash(scorer_prompt(TASKS["reach"]().description)),
             temperature=temperature,
             threshold=0.5,
             auc=0.9,
