@@ -76,11 +76,20 @@ def policy_metadata(sac: Agent) -> dict[str, Any]:
     }
 
 
-def export_policy(sac: Agent, path: str | Path) -> Path:
-    """Write the actor as TorchScript to ``path`` (conventionally ``policy.pt``); returns the path."""
+def export_policy(sac: Agent, path: str | Path, run: Mapping[str, Any] | None = None) -> Path:
+    """Write the actor as TorchScript to ``path`` (conventionally ``policy.pt``); returns the path.
+
+    ``run`` is what the policy needs from the world it runs in, as plain JSON data: the pipeline that
+    trained it decides the keys (``vlmrl.pipelines.deploy.policy_run_info``: suite, task, cameras and their
+    calibration ids, image size, control rate, action mode). It is stored under ``metadata["run"]`` so a
+    deploy loop can set itself up from the file and refuse a mismatch; ``LoadedPolicy.run`` reads it back.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    extra = {METADATA_FILE: json.dumps(policy_metadata(sac))}
+    metadata = policy_metadata(sac)
+    if run is not None:
+        metadata["run"] = dict(run)
+    extra = {METADATA_FILE: json.dumps(metadata)}
     with warnings.catch_warnings():  # TorchScript's deprecation notice; it is still what robots load
         warnings.simplefilter("ignore", FutureWarning)
         module = torch.jit.script(Policy(sac).cpu())
@@ -165,6 +174,8 @@ class LoadedPolicy:
         }
         self.action_low = np.asarray(metadata["action_low"], np.float32)
         self.action_high = np.asarray(metadata["action_high"], np.float32)
+        self.run: dict[str, Any] = dict(metadata.get("run") or {})
+        """How the policy was trained (``export_policy``'s ``run``); empty for files written without it."""
 
     @torch.no_grad()
     def __call__(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
