@@ -1,5 +1,8 @@
 """Training checkpoints: one torch file with every state needed for an exact resume, written atomically.
 
+One format and one loader for every pipeline that learns (`vlmrl train`, `vlmrl finetune`): a resume
+and a fine-tuning run starting from a sim run both read through ``load_checkpoint``.
+
 Layout inside a run directory::
 
     checkpoint/state.pt      agent, buffer sampler/RNG, loop counters and RNG, history, resolved config
@@ -59,21 +62,35 @@ def save_checkpoint(run_dir: Path, state: dict[str, Any], buffer: ReplayBuffer) 
     return path
 
 
-def load_checkpoint(run_dir: Path) -> dict[str, Any]:
-    """Read a run's checkpoint state; raises ConfigError naming the missing or unreadable file."""
+def load_checkpoint(run_dir: Path, flag: str = "--resume", required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Read a run's checkpoint state (`vlmrl train` and `vlmrl finetune` write the same format), filling
+    config fields added since it was written with their defaults (``fill_new_fields``).
+
+    Args:
+        run_dir: the run directory holding ``checkpoint/state.pt``.
+        flag: the option that named ``run_dir``, for the error message.
+        required: entries the caller needs (one-line ConfigError naming the first one missing).
+
+    Raises:
+        ConfigError: naming the missing, unreadable or incomplete file.
+    """
     path = checkpoint_dir(run_dir) / STATE_FILE
     if not path.is_file():
         raise ConfigError(
-            f"--resume {run_dir}: no checkpoint at {path} (is this a `vlmrl train` run directory?)"
+            f"{flag} {run_dir}: no checkpoint at {path} (is this a `vlmrl train` run directory?)"
         )
     try:
         # Our own file (it holds numpy RNG states and the config dataclass), so full unpickling is fine.
         state = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as exc:  # a truncated or foreign file: one line, not a traceback
-        raise ConfigError(f"--resume {run_dir}: cannot read {path}: {exc}") from None
-    for key in ("config", "loop"):
-        if key in state:
-            fill_new_fields(state[key])
+        raise ConfigError(f"{flag} {run_dir}: cannot read {path}: {exc}") from None
+    if not isinstance(state, dict):
+        raise ConfigError(f"{flag} {run_dir}: {path} is not a checkpoint (no dict of entries)")
+    for key in required:
+        if key not in state:
+            raise ConfigError(f"{flag} {run_dir}: {path} has no {key!r} entry")
+    for value in state.values():  # config, train_config, loop
+        fill_new_fields(value)
     return state
 
 

@@ -1,4 +1,6 @@
-"""The training loop behind `vlmrl train`: collect an episode, update SAC, score clips, evaluate, checkpoint.
+"""`vlmrl train`'s run: builds the sim envs, agent, buffer and scoring link of a run directory and drives
+them with the one learner loop (``vlmrl.learner``: collect -> store -> score -> update ->
+evaluate/checkpoint), the simulated env being the experience source.
 
 Everything that decides what happens next (agent, buffer sampler and RNG, the loop's own RNG and
 counters) is saved at episode boundaries, and episodes are reset with seeds derived from their index,
@@ -20,32 +22,23 @@ import numpy as np
 
 from agents.export import export_onnx, export_policy
 from agents.sac import SAC
-from buffer import (
-    PERSamplerConfig,
-    ReplayBuffer,
-    UniformSamplerConfig,
-    VLMMixSamplerConfig,
-    VLMTDSamplerConfig,
-)
-from buffer.config import BufferConfig, SamplerConfig
+from buffer import ReplayBuffer
 from robot.contract import JOINT_KEYS, PIXELS_PREFIX, STATE_KEY, env_spec
 from sim import make_env
 from vlm import Scorer, VLMError, apply_calibration
 from vlmrl.checkpoint import load_checkpoint, memory_buffer_path, save_checkpoint
 from vlmrl.errors import ConfigError
 from vlmrl.evaluation import EvalResult, eval_seeds, evaluate
-from vlmrl.pipelines.train import TrainConfig, resolved_dict
+from vlmrl.learner import Learner, LoopState, UpdatePlan
 from vlmrl.progress import TrainProgress
 from vlmrl.report import write_report
-from vlmrl.scoring import ScoringLink
+from vlmrl.scoring import ScoringLink, aux_reward_for
+from vlmrl.sources import EnvEpisodes
+from vlmrl.train_config import REPLAYS, TrainConfig, check_config, resolve_buffer_config, resolved_dict
 
-SAMPLER_FOR_REPLAY: dict[str, type] = {
-    "uniform": UniformSamplerConfig,
-    "per": PERSamplerConfig,
-    "vlm": VLMMixSamplerConfig,
-    "vlm_td": VLMTDSamplerConfig,
-}
-TD_PRIORITY_REPLAYS = ("per", "vlm_td")
+__all__ = ["LoopState", "Trainer", "check_config", "default_run_dir", "policy_keys", "resolve_buffer_config"]
+# LoopState is pickled in checkpoints as vlmrl.trainer.LoopState by runs from before vlmrl.learner existed.
+
 TRAIN_SEED_STRIDE = 100_000
 """Training episode e of a run with seed s resets with seed s * TRAIN_SEED_STRIDE + e."""
 CAMERAS_FILE = "cameras.json"
@@ -56,79 +49,11 @@ DEMO_SEED_OFFSET = 90_000
 """Demonstration episode d of a run with seed s resets with seed s * TRAIN_SEED_STRIDE + DEMO_SEED_OFFSET + d."""
 
 
-@dataclasses.dataclass
-class LoopState:
-    """Counters, RNG and history of the loop (saved in checkpoints)."""
-
-    step: int = 0
-    episode: int = 0
-    next_eval_step: int = 0
-    next_checkpoint_step: int = 0
-    rng_state: dict[str, Any] = dataclasses.field(default_factory=dict)
-    evals: list[dict[str, float]] = dataclasses.field(default_factory=list)
-    train_log: list[dict[str, float]] = dataclasses.field(default_factory=list)
-    demo_episodes_added: int = 0
-    demo_steps: int = 0
-    demo_successes: int = 0
-    demo_rows: int = 0
-    """Global buffer rows [0, demo_rows) hold the demonstrations."""
-
-
-def resolve_buffer_config(cfg: TrainConfig, scorer_id: str) -> BufferConfig:
-    """The buffer config a run uses: the replay mode's sampler, aux reward wiring, the run's seed."""
-    sampler_type = SAMPLER_FOR_REPLAY[cfg.replay]
-    settings: dict[str, SamplerConfig] = {
-        "per": cfg.per_sampler,
-        "vlm": cfg.vlm_sampler,
-        "vlm_td": cfg.vlm_td_sampler,
-    }
-    sampler: SamplerConfig = (
-        cfg.buffer.sampler
-        if isinstance(cfg.buffer.sampler, sampler_type)
-        else settings.get(cfg.replay, sampler_type())
-    )
-    return dataclasses.replace(
-        cfg.buffer,
-        sampler=sampler,
-        aux_reward_scorer=scorer_id if cfg.aux_reward_weight > 0 else "",
-        aux_reward_weight=cfg.aux_reward_weight,
-        priority_scorer=scorer_id,
-        seed=cfg.seed,
-    )
-
-
-def check_config(cfg: TrainConfig) -> None:
-    """One-line ConfigErrors for settings that cannot run together."""
-    if cfg.total_steps < 1 or cfg.batch_size < 1 or cfg.eval_episodes < 1:
-        raise ConfigError("total_steps, batch_size and eval_episodes must be >= 1")
-    if cfg.eval_every_steps < 1 or cfg.checkpoint_every_steps < 1:
-        raise ConfigError("eval_every_steps and checkpoint_every_steps must be >= 1")
-    if not cfg.sim.cameras and (cfg.replay in ("vlm", "vlm_td") or cfg.aux_reward_weight > 0):
-        raise ConfigError(
-            f"replay {cfg.replay!r} / aux_reward_weight {cfg.aux_reward_weight} need clips: give the sim a camera "
-            "(--sim.cameras front) or use --replay uniform|per with --aux-reward-weight 0"
-        )
-    if cfg.demo_episodes < 0:
-        raise ConfigError(f"demo_episodes must be >= 0, got {cfg.demo_episodes}")
-    if cfg.demo_episodes and cfg.sim.suite != "so101":
-        raise ConfigError(
-            f"demo_episodes needs the SO-101 twin's scripted expert (--sim.suite so101), not {cfg.sim.suite!r}"
-        )
-    if cfg.policy_obs == "robot" and cfg.sim.suite != "so101":
-        raise ConfigError("policy_obs 'robot' needs an arm with LeRobot joint keys: --sim.suite so101")
-    if cfg.policy_obs == "pixels" and not cfg.sim.cameras:
-        raise ConfigError("policy_obs 'pixels' needs at least one camera in --sim.cameras")
-    if cfg.policy_obs in ("pixels", "robot") and cfg.buffer.frame_stack != 1:
-        raise ConfigError(
-            "policy_obs 'pixels' supports --buffer.frame-stack 1 only (the policy sees one frame)"
-        )
-
-
 class Trainer:
     """Owns the envs, agent, buffer and scoring link of one run directory."""
 
     def __init__(self, cfg: TrainConfig, run_dir: Path, checkpoint: dict[str, Any] | None = None) -> None:
-        check_config(cfg)
+        check_config(cfg, new_run=checkpoint is None)
         self.cfg, self.run_dir = cfg, run_dir
         self.env = make_env(cfg.sim)
         self.eval_env = make_env(cfg.sim)
@@ -149,12 +74,10 @@ class Trainer:
         self.link: ScoringLink | None = None
         self.scorer_id = ""
         if cameras:
-            from vlm import make_prompt, make_scorer, task_prompt
+            from vlm import make_scorer, scorer_prompt
 
             scorer = make_scorer(cfg.scorer)  # fails fast, one line, if the VLM cannot be reached
-            self.prompt = cfg.prompt or (
-                task_prompt(cfg.sim.task) if cfg.sim.suite == "so101" else make_prompt(spec.task_description)
-            )
+            self.prompt = cfg.prompt or scorer_prompt(spec.task_description, cfg.scorer.kind)
             if cfg.score_calibration:
                 scorer = self._calibrated(scorer, resuming=checkpoint is not None)
             self.scorer_id = scorer.scorer_id
@@ -163,11 +86,7 @@ class Trainer:
             {k: full_spec[k] for k in self.stored_keys}, spec.action_shape[0], checkpoint
         )
         if cameras:
-            aux = (
-                dataclasses.replace(cfg.aux_reward, gamma=self.buffer_cfg.gamma)
-                if cfg.aux_reward_weight > 0
-                else None
-            )
+            aux = aux_reward_for(cfg.aux_reward, cfg.aux_reward_weight, self.buffer_cfg.gamma)
             self.link = ScoringLink(self.buffer, scorer, self.prompt, cfg.worker, aux, sync=cfg.sync_scoring)
         self.state = LoopState(
             next_eval_step=cfg.eval_every_steps, next_checkpoint_step=cfg.checkpoint_every_steps
@@ -175,6 +94,18 @@ class Trainer:
         self.rng = np.random.default_rng(cfg.seed)
         if checkpoint is not None:
             self._load(checkpoint)
+        plan = UpdatePlan(
+            batch_size=cfg.batch_size,
+            utd_ratio=cfg.agent.utd_ratio,
+            random_steps=cfg.learning_starts,
+            learning_starts=cfg.learning_starts,
+            td_priorities=REPLAYS[cfg.replay].td_priorities,
+            policy_keys=tuple(self.policy_keys),
+        )
+        self.learner = Learner(
+            self.agent, self.buffer, self.link, plan, self.state, self.rng,
+            self.action_space.low, self.action_space.high,
+        )  # fmt: skip
         self.last_eval: EvalResult | None = None
         self._snapshot: dict[str, Any] | None = None
 
@@ -273,14 +204,17 @@ class Trainer:
         if state.demo_episodes_added < cfg.demo_episodes:
             self._add_demonstrations()
         self._take_snapshot()
+        episodes = EnvEpisodes(self.env, self.buffer, self.stored_keys, cfg.seed * TRAIN_SEED_STRIDE)
         with (
             TrainProgress(cfg.total_steps, state.step, enabled=cfg.progress) as progress,
             self._writer() as writer,
         ):
             try:
-                while state.step < stop_at:
-                    episode_stats = self._run_episode()
-                    self._after_episode(episode_stats, writer, progress)
+                self.learner.run(
+                    episodes,
+                    until=lambda: state.step >= stop_at,
+                    after_episode=lambda stats: self._after_episode(stats, writer, progress),
+                )
             except KeyboardInterrupt:
                 interrupted = True
                 progress.note(
@@ -294,20 +228,15 @@ class Trainer:
 
         cfg, state = self.cfg, self.state
         expert = ScriptedPolicy(self.env)
+        demos = EnvEpisodes(
+            self.env, self.buffer, self.stored_keys, cfg.seed * TRAIN_SEED_STRIDE + DEMO_SEED_OFFSET
+        )
         for d in range(state.demo_episodes_added, cfg.demo_episodes):
-            obs, _ = self.env.reset(seed=cfg.seed * TRAIN_SEED_STRIDE + DEMO_SEED_OFFSET + d)
             expert.reset()
-            success = False
-            while True:
-                action = expert.act(obs)
-                next_obs, _, terminated, truncated, info = self._step_and_store(obs, action)
-                state.demo_steps += 1
-                success = success or bool(info["success"])
-                if terminated or truncated:
-                    break
-                obs = next_obs
+            stats = demos.collect(d, expert.act, after_step=lambda: None)  # no updates, no env-step count
+            state.demo_steps += int(stats["length"])
             state.demo_episodes_added += 1
-            state.demo_successes += int(success)
+            state.demo_successes += int(stats["success"])
         state.demo_rows = self.buffer.storage.episodes().next_row
         if self.link is not None:
             self.link.submit_new_clips()
@@ -316,57 +245,8 @@ class Trainer:
             f"({state.demo_steps} steps, {state.demo_successes} successful)"
         )
 
-    def _step_and_store(self, obs: dict[str, Any], action: np.ndarray) -> tuple[Any, ...]:
-        """Step the training env and add the transition (the stored keys) to the buffer; env.step's tuple."""
-        next_obs, reward, terminated, truncated, info = self.env.step(action)
-        self.buffer.add_step(
-            {k: obs[k] for k in self.stored_keys}, action, reward, terminated, truncated, info,
-            {k: next_obs[k] for k in self.stored_keys},
-        )  # fmt: skip
-        return next_obs, reward, terminated, truncated, info
-
-    def _run_episode(self) -> dict[str, float]:
-        cfg, state, agent = self.cfg, self.state, self.agent
-        obs, _ = self.env.reset(seed=cfg.seed * TRAIN_SEED_STRIDE + state.episode)
-        episode_return, length, success, metrics = 0.0, 0, False, {}
-        low, high = self.action_space.low, self.action_space.high
-        while True:
-            if state.step < cfg.learning_starts:
-                action = self.rng.uniform(low, high).astype(np.float32)
-            else:
-                action = agent.act({k: obs[k] for k in self.policy_keys})
-            next_obs, reward, terminated, truncated, info = self._step_and_store(obs, action)
-            state.step += 1
-            length += 1
-            episode_return += float(reward)
-            success = success or bool(info["success"])
-            if state.step >= cfg.learning_starts and self.buffer.num_transitions > 0:
-                metrics = self._update()
-            if terminated or truncated:
-                break
-            obs = next_obs
-        state.episode += 1
-        return {"return": episode_return, "length": float(length), "success": float(success), **metrics}
-
-    def _update(self) -> dict[str, float]:
-        metrics: dict[str, Any] = {}
-        for _ in range(self.cfg.agent.utd_ratio):
-            batch = self.buffer.sample(self.cfg.batch_size, keys=self.policy_keys)
-            metrics = self.agent.update(batch)
-            if self.cfg.replay in TD_PRIORITY_REPLAYS:
-                self.buffer.update_priorities(batch.indices, metrics["td_error"])
-            self.buffer.set_learner_step(self.agent.num_updates)
-        metrics["weight_mean"] = float(batch.weights.mean())
-        if self.state.demo_rows:  # how much of the replay the demonstrations get (sampler-dependent)
-            metrics["demo_share"] = float((batch.indices < self.state.demo_rows).mean())
-        metrics.pop("td_error")
-        return metrics
-
     def _after_episode(self, stats: dict[str, float], writer: Any, progress: TrainProgress) -> None:
         cfg, state = self.cfg, self.state
-        if self.link is not None:
-            self.link.submit_new_clips()
-            stats.update({f"scorer/{k}": v for k, v in self.link.score_stats().items()})
         state.train_log.append({"step": float(state.step), **stats})
         for key, value in stats.items():
             writer.add_scalar(key if "/" in key else f"train/{key}", value, state.step)

@@ -101,7 +101,7 @@ def test_finetune_learns_on_the_twin_and_persists_everything(tmp_path):
     policy = load_policy(out / "policy.pt")
     obs = {k: np.zeros(s, d) for k, (s, d) in ROBOT_OBS.items()}
     assert not np.allclose(policy(obs), initial.act(obs, deterministic=True))  # the updates changed it
-    assert (out / "checkpoint.pt").is_file() and json.loads((out / "config.json").read_text())[
+    assert (out / "checkpoint" / "state.pt").is_file() and json.loads((out / "config.json").read_text())[
         "from_run"
     ] == str(run)
 

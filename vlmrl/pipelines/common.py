@@ -36,8 +36,11 @@ class RobotEnvConfig:
     """Physics time the twin advances per step (None: ``env.control_hz``)."""
 
 
-def make_robot_env(cfg: RobotEnvConfig, out_dir: Path) -> Any:
+def make_robot_env(cfg: RobotEnvConfig, out_dir: Path, robot_factories: dict[str, Any] | None = None) -> Any:
     """Build the LeRobot robot (the twin or a real arm) and wrap it in a `LeRobotEnv`.
+
+    ``robot_factories`` adds robot types (``robot.lerobot_robot.make_robot``): a custom LeRobot ``Robot``
+    built from the ``ArmConfig``, passed through the Python API without editing the package.
 
     Raises:
         RobotError: a bad robot config (unknown type, missing port...).
@@ -59,7 +62,7 @@ def make_robot_env(cfg: RobotEnvConfig, out_dir: Path) -> Any:
     def twin(arm: ArmConfig) -> Any:
         return make_sim_so101(arm, image_size=image_size, control_hz=twin_hz, task=cfg.task)
 
-    robot = make_robot(cfg.robot, {"sim_so101": twin})
+    robot = make_robot(cfg.robot, {"sim_so101": twin, **(robot_factories or {})})
     fk = forward_kinematics if cfg.robot.type in SO10X_TYPES else None
     out_dir.mkdir(parents=True, exist_ok=True)
     return LeRobotEnv(robot, env_cfg, forward_kinematics=fk, clip_log=str(out_dir / "safety.jsonl"))

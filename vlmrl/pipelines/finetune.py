@@ -10,8 +10,11 @@ episodes (``utd_ratio`` per step collected), so learning never stretches a contr
 take over (the keyboard jog or a leader arm drives; what was sent is stored and learned from), escape
 = emergency stop. Transitions go to ``out_dir/buffer.zarr`` one committed episode at a time (a power cut
 loses at most the episode in flight); new clips go to the async VLM worker, whose scores set sampling
-priorities and the aux reward. The agent is checkpointed after every episode and exported to
-``out_dir/policy.pt`` at the end.
+priorities and the aux reward (weighted by the sim run's ``aux_reward_weight``, scores calibrated by its
+score calibration, as in training). The loop is `vlmrl train`'s (``vlmrl.learner``) with the robot as
+the experience source. After every episode the run is checkpointed in `vlmrl train`'s format
+(``out_dir/checkpoint/state.pt``, ``vlmrl.checkpoint``); the policy is exported to ``out_dir/policy.pt``
+at the end.
 
 The checkpoint must hold ``config`` (the train config: ``agent``, ``sim``, ``policy_obs``, ``buffer``,
 ``batch_size``, ``scorer``, ``prompt``, ``aux_reward``, ``aux_reward_weight``, ``worker``) and ``agent``;
@@ -25,8 +28,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import threading
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -36,7 +37,9 @@ import tyro
 
 from buffer.config import BufferConfig
 from vlm.config import WorkerConfig
+from vlmrl.checkpoint import checkpoint_dir, load_checkpoint, save_checkpoint
 from vlmrl.errors import ConfigError
+from vlmrl.learner import Learner, LoopState, UpdatePlan
 from vlmrl.pipelines.common import (
     RobotEnvConfig,
     check_policy_fits,
@@ -44,10 +47,15 @@ from vlmrl.pipelines.common import (
     open_episode_store,
     write_config,
 )
+from vlmrl.scoring import ScoringLink, aux_reward_for
+from vlmrl.sources import ROBOT_INFO_KEYS, RobotEpisodes
+from vlmrl.train_config import takes_td_errors
 
 logger = logging.getLogger("vlmrl.finetune")
 
-INFO_KEYS = ("success", "progress", "intervention")
+INFO_KEYS = ROBOT_INFO_KEYS
+SCORE_CALIBRATION_FILE = "score_calibration.json"
+"""The score calibration copy a `vlmrl train` run keeps (``vlmrl.trainer.SCORE_CALIBRATION_FILE``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,7 +65,7 @@ class Config(RobotEnvConfig):
     from_run: Annotated[Path, tyro.conf.arg(name="from")]
     """Run directory of ``vlmrl train`` holding checkpoint/state.pt."""
     out_dir: Path = Path("runs/finetune")
-    """Holds buffer.zarr, checkpoint.pt, policy.pt, metrics.jsonl, safety.jsonl and config.json."""
+    """Holds buffer.zarr, checkpoint/, policy.pt, metrics.jsonl, safety.jsonl and config.json."""
     episodes: int = 10
     """Episodes to run on the robot."""
     seed: int = 0
@@ -79,27 +87,15 @@ class Config(RobotEnvConfig):
     torch_threads: int = 1
     """Torch threads for acting and updates (more threads than free cores make the control loop late)."""
     resume: bool = False
-    """Continue the fine-tuning run in out_dir (agent, sampler and episode count from its checkpoint.pt;
-    the buffer store is reopened) instead of starting from the sim run's agent."""
+    """Continue the fine-tuning run in out_dir (agent, sampler, scores and episode count from its
+    checkpoint; the buffer store is reopened) instead of starting from the sim run's agent."""
 
 
 def load_sim_run(run_dir: Path) -> dict[str, Any]:
-    """The checkpoint of a ``vlmrl train`` run (ConfigError naming the file if it is missing or broken)."""
-    import torch
-
-    path = run_dir / "checkpoint" / "state.pt"
-    if not path.is_file():
-        raise ConfigError(
-            f"--from {run_dir}: no checkpoint at {path} (is this a `vlmrl train` run directory?)"
-        )
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=False)  # our own file
-    except Exception as exc:
-        raise ConfigError(f"--from {run_dir}: cannot read {path}: {exc}") from None
-    for key in ("config", "agent"):
-        if key not in state:
-            raise ConfigError(f"--from {run_dir}: {path} has no {key!r} entry")
-    return state
+    """The checkpoint of a ``vlmrl train`` run, read like a resume reads it (``vlmrl.checkpoint``: config
+    fields added since it was written get their defaults); ConfigError naming the file if it is missing,
+    broken, or lacks the agent."""
+    return load_checkpoint(run_dir, flag="--from", required=("config", "agent"))
 
 
 def policy_obs_spec(state: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
@@ -121,39 +117,35 @@ def policy_obs_spec(state: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], n
     return {k: full[k] for k in keys}
 
 
-class ScoreSink:
-    """Scores from the worker thread into the buffer: clip scores (priorities) and whole-episode aux
-    rewards recomputed from every score of that episode so far (``vlm.aux_reward``)."""
+def make_sim_scorer(train: Any, from_run: Path, prompt: str) -> Any:
+    """The sim run's scorer, through the run's score calibration when it had one (the copy `vlmrl train`
+    keeps in its run directory), so fine-tuning scores clips the way training did."""
+    from vlm import apply_calibration, make_scorer
 
-    def __init__(self, buffer: Any, scorer_id: str, aux_cfg: Any) -> None:
-        self.buffer, self.scorer_id, self.aux_cfg = buffer, scorer_id, aux_cfg
-        self._by_episode: dict[int, list[tuple[int, float]]] = {}
-        self._lock = threading.Lock()
-        self.scored = 0
-
-    def __call__(self, requests: Sequence[Any], scores: np.ndarray) -> None:
-        from vlm.aux_reward import aux_rewards
-
-        scores = np.clip(np.asarray(scores, np.float32), 0.0, 1.0)
-        self.buffer.set_scores([r.clip_id for r in requests], scores, self.scorer_id)
-        with self._lock:
-            touched = set()
-            for r, s in zip(requests, scores):
-                self._by_episode.setdefault(r.episode, []).append((r.last_step, float(s)))
-                touched.add(r.episode)
-            self.scored += len(requests)
-            snapshot = {e: list(self._by_episode[e]) for e in touched}
-        for episode, marks in snapshot.items():
-            start, end = self.buffer.episode_rows(episode)
-            n = end - start - 1
-            ended = bool(self.buffer.storage.read("terminated", np.array([end - 2]))[0])
-            steps, values = zip(*marks)
-            aux = aux_rewards(self.aux_cfg, n, np.minimum(steps, n), np.asarray(values), terminated=ended)
-            self.buffer.set_aux_reward(start + np.arange(n), aux, self.scorer_id)
+    scorer = make_scorer(train.scorer)
+    if getattr(train, "score_calibration", None):
+        try:
+            return apply_calibration(scorer, from_run / SCORE_CALIBRATION_FILE, prompt)
+        except BaseException:
+            scorer.close()
+            raise
+    return scorer
 
 
 def main(cfg: Config) -> int:
     """Fine-tune for ``cfg.episodes`` episodes; returns 0."""
+    run(cfg)
+    return 0
+
+
+def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Fine-tune for ``cfg.episodes`` episodes (see the module doc); returns the last episode's metrics.
+
+    Args:
+        cfg: the fine-tuning run.
+        robot_factories: extra robot types (``robot.lerobot_robot.make_robot``): a custom LeRobot ``Robot``
+            built from the ``ArmConfig`` without editing the package.
+    """
     import torch
 
     from agents.export import export_policy
@@ -162,7 +154,7 @@ def main(cfg: Config) -> int:
     from robot.signals import interrupt_on_signals
     from robot.teleop import KeyboardJog, LeaderArm, OperatorKeys
     from sim import make_env
-    from vlm import Clip, ClipRequest, ScoringWorker, make_prompt, make_scorer
+    from vlm import make_prompt
 
     if cfg.episodes < 1:
         raise ConfigError(f"--episodes {cfg.episodes}: expected at least 1")
@@ -175,14 +167,16 @@ def main(cfg: Config) -> int:
     sim_env.close()
     resumed = load_finetune_checkpoint(cfg)
     write_config(cfg, cfg.out_dir)
-    env = make_robot_env(cfg, cfg.out_dir)
+    env = make_robot_env(cfg, cfg.out_dir, robot_factories)
+    last: dict[str, Any] = {}
     with interrupt_on_signals(), env:
         check_policy_fits(obs_spec, env, f"the policy of {cfg.from_run}")
         agent = SAC(train.agent, obs_spec, action_space)
         agent.load_state_dict(resumed["agent"] if resumed else state["agent"])
         spec = env_spec(env)
         camera = f"pixels/{spec.cameras[0]}" if spec.cameras else ""
-        scorer = make_scorer(train.scorer)
+        prompt = train.prompt or make_prompt(spec.task_description)
+        scorer = make_sim_scorer(train, cfg.from_run, prompt)
         buffer_cfg = dataclasses.replace(
             cfg.buffer,
             storage="zarr",
@@ -204,146 +198,120 @@ def main(cfg: Config) -> int:
         buffer = open_episode_store(
             store, buffer_cfg, spec.obs_spec(), spec.action_shape[0], INFO_KEYS, record_attrs
         )
-        first = 0
+        loop = LoopState()
         if resumed:
-            if buffer.num_episodes != resumed["num_episodes"]:
+            if buffer.num_episodes != resumed["num_episodes_committed"]:
                 buffer.close()
+                scorer.close()
                 raise ConfigError(
-                    f"--resume: {store} holds {buffer.num_episodes} episodes but checkpoint.pt was taken at "
-                    f"{resumed['num_episodes']}; the store changed after the checkpoint"
+                    f"--resume: {store} holds {buffer.num_episodes} episodes but the checkpoint in {cfg.out_dir} "
+                    f"was taken at {resumed['num_episodes_committed']}; the store changed after the checkpoint"
                 )
             buffer.load_state_dict(resumed["buffer"])
-            first = int(resumed["episode"]) + 1
-        prompt = train.prompt or make_prompt(spec.task_description)
-        sink = ScoreSink(
-            buffer,
-            scorer.scorer_id,
-            dataclasses.replace(train.aux_reward, weight=1.0, gamma=buffer_cfg.gamma),
+            loop = dataclasses.replace(resumed["loop"])
+        aux = aux_reward_for(train.aux_reward, train.aux_reward_weight, buffer_cfg.gamma)
+        link = ScoringLink(buffer, scorer, prompt, cfg.worker, aux, wait_s=cfg.wait_for_scores_s)
+        if resumed and resumed.get("scoring") is not None:
+            link.load_state_dict(resumed["scoring"])
+        plan = UpdatePlan(
+            batch_size=cfg.batch_size or train.batch_size,
+            utd_ratio=train.agent.utd_ratio,
+            learning_starts=cfg.learning_starts,
+            between_episodes=True,  # learning never stretches a control period
+            td_priorities=takes_td_errors(buffer_cfg.sampler),
+            policy_keys=tuple(obs_spec),
         )
-
-        def load_clip(request: ClipRequest) -> Clip:
-            frames, info = buffer.read_clip(request)  # type: ignore[arg-type]  # ClipRef's fields
-            return Clip(frames, {k: v for k, v in info.items() if k in ("success", "progress")})
-
-        worker = ScoringWorker(scorer, prompt, load_clip, sink, cfg.worker)
+        learner = Learner(agent, buffer, link, plan, loop, np.random.default_rng(cfg.seed))
         keys = OperatorKeys()
         teleop: Any = (
             LeaderArm("so101_leader", cfg.leader_port)
             if cfg.teleop == "leader"
             else KeyboardJog(env.action_keys, dict.fromkeys(env.action_keys, 2.0))
         )
-        batch_size = cfg.batch_size or train.batch_size
+        episodes = RobotEpisodes(env, buffer, keys, teleop, seed_base=cfg.seed)
+        stop_at = loop.episode + cfg.episodes
         metrics_path = cfg.out_dir / "metrics.jsonl"
+
+        def after_episode(stats: dict[str, Any]) -> None:
+            stats = {
+                "return": stats["return"],
+                "success": bool(stats["success"]),
+                "steps": int(stats["length"]),
+                "interventions": int(stats["interventions"]),
+                **{
+                    k: v
+                    for k, v in stats.items()
+                    if k not in ("return", "success", "length", "interventions")
+                },
+                "episode": loop.episode - 1,
+                "scored": int(stats.get("scorer/scored", 0)),
+                "transitions": buffer.num_transitions,
+            }
+            with metrics_path.open("a") as f:
+                f.write(json.dumps(stats, default=float) + "\n")
+            save_checkpoint(
+                cfg.out_dir, checkpoint_state(cfg, train, agent, buffer, loop, link, obs_spec), buffer
+            )
+            last.clear()
+            last.update(stats)
+            print(
+                f"finetune: episode {stats['episode']}: return {stats['return']:.2f} success {stats['success']} "
+                f"steps {stats['steps']}"
+            )
+
         try:
-            for episode in range(first, first + cfg.episodes):
-                stats = run_episode(env, agent, buffer, keys, teleop, seed=cfg.seed + episode)
-                worker.submit(ClipRequest.from_ref(ref) for ref in buffer.new_clips())
-                if cfg.wait_for_scores_s > 0:
-                    worker.drain(cfg.wait_for_scores_s)
-                if buffer.num_transitions >= max(cfg.learning_starts, batch_size):
-                    stats |= update(
-                        agent, buffer, batch_size, stats["steps"] * train.agent.utd_ratio, obs_spec
-                    )
-                stats |= {"episode": episode, "scored": sink.scored, "transitions": buffer.num_transitions}
-                with metrics_path.open("a") as f:
-                    f.write(json.dumps(stats, default=float) + "\n")
-                save_finetune_checkpoint(
-                    cfg.out_dir,
-                    {
-                        "agent": agent.state_dict(),
-                        "buffer": buffer.state_dict(),
-                        "episode": episode,
-                        "num_episodes": buffer.num_episodes,
-                    },
-                )
-                print(
-                    f"finetune: episode {episode}: return {stats['return']:.2f} success {stats['success']} steps {stats['steps']}"
-                )
+            learner.run(episodes, until=lambda: loop.episode >= stop_at, after_episode=after_episode)
         finally:
-            worker.drain(30.0)
-            worker.close()
-            scorer.close()
+            link.close()  # drains the queued clips (up to 30 s), stops the worker, closes the scorer
             keys.close()
             teleop.close()
             buffer.close()
         export_policy(agent, cfg.out_dir / "policy.pt")
     print(f"finetune: {cfg.episodes} episode(s) -> {cfg.out_dir / 'policy.pt'}")
-    return 0
+    return last
+
+
+def checkpoint_state(
+    cfg: Config, train: Any, agent: Any, buffer: Any, loop: LoopState, link: ScoringLink, obs_spec: dict
+) -> dict[str, Any]:
+    """What a fine-tuning checkpoint holds: the format of `vlmrl train`'s (``vlmrl.checkpoint``), with the
+    fine-tuning config as ``config`` and the sim run's as ``train_config``."""
+    return {
+        "config": cfg,
+        "train_config": train,
+        "agent": agent.state_dict(),
+        "buffer": buffer.state_dict(),
+        "loop": dataclasses.replace(loop, evals=list(loop.evals), train_log=list(loop.train_log)),
+        "num_episodes_committed": buffer.num_episodes,
+        "scoring": link.state_dict(),
+        "policy_obs_spec": {k: (tuple(shape), np.dtype(dt).name) for k, (shape, dt) in obs_spec.items()},
+    }
+
+
+LEGACY_CHECKPOINT = "checkpoint.pt"
+"""The single-file fine-tuning checkpoint of versions before the shared format (still resumable)."""
 
 
 def load_finetune_checkpoint(cfg: Config) -> dict[str, Any] | None:
     """The checkpoint to resume from (None for a new run); refuses to mix a new run into an old one."""
-    import torch
-
-    path = cfg.out_dir / "checkpoint.pt"
+    legacy = cfg.out_dir / LEGACY_CHECKPOINT
     if not cfg.resume:
-        if path.exists():
+        if legacy.exists() or checkpoint_dir(cfg.out_dir).exists():
             raise ConfigError(
                 f"--out-dir {cfg.out_dir} holds a fine-tuning run; continue it with --resume or choose another"
             )
         return None
-    if not path.is_file():
-        raise ConfigError(f"--resume: no checkpoint at {path}")
-    try:
-        return torch.load(path, map_location="cpu", weights_only=False)  # our own file
-    except Exception as exc:
-        raise ConfigError(f"--resume: cannot read {path}: {exc}") from None
+    if legacy.is_file() and not checkpoint_dir(cfg.out_dir).exists():
+        import torch
 
-
-def save_finetune_checkpoint(out_dir: Path, state: dict[str, Any]) -> None:
-    """Write checkpoint.pt atomically (a crash while saving keeps the previous one)."""
-    import os
-
-    import torch
-
-    tmp = out_dir / "checkpoint.pt.tmp"
-    torch.save(state, tmp)
-    os.replace(tmp, out_dir / "checkpoint.pt")
-
-
-def run_episode(env: Any, agent: Any, buffer: Any, keys: Any, teleop: Any, seed: int) -> dict[str, Any]:
-    """One episode: the agent acts (stochastic) unless the operator intervenes; steps go to the buffer."""
-    obs, info = env.reset(seed=seed)
-    keys.poll()
-    total, steps, interventions, done = 0.0, 0, 0, False
-    while not done:
-        for event in keys.poll():
-            if event in ("success", "failure"):
-                env.mark_outcome(event == "success")
-            elif event == "rerecord":
-                env.truncate_now()  # "reset now": the data stays, the episode is not terminal
-        if keys.intervening:
-            targets = teleop.action(env.measured)
-            action = np.array([targets[k] for k in env.action_keys], np.float32)
-            interventions += 1
-        else:
-            teleop_sync = getattr(teleop, "sync", None)
-            if callable(teleop_sync):
-                teleop_sync(env.measured)  # a takeover starts where the arm is
-            action = agent.act({k: obs[k] for k in agent.obs_spec}, deterministic=False)
-        next_obs, reward, terminated, truncated, info = env.step(action)
-        step_info = {
-            "success": info["success"],
-            "progress": info["progress"],
-            "intervention": float(keys.intervening),
+        try:
+            old = torch.load(legacy, map_location="cpu", weights_only=False)  # our own file
+        except Exception as exc:
+            raise ConfigError(f"--resume: cannot read {legacy}: {exc}") from None
+        return {
+            "agent": old["agent"],
+            "buffer": old["buffer"],
+            "loop": LoopState(episode=int(old["episode"]) + 1),
+            "num_episodes_committed": old["num_episodes"],
         }
-        buffer.add_step(obs, info["sent_action"], reward, terminated, truncated, step_info, next_obs)
-        obs, total, steps = next_obs, total + float(reward), steps + 1
-        done = terminated or truncated
-    return {"return": total, "success": bool(info["success"]), "steps": steps, "interventions": interventions}
-
-
-def update(
-    agent: Any, buffer: Any, batch_size: int, n_updates: int, obs_spec: dict[str, Any]
-) -> dict[str, float]:
-    """``n_updates`` SAC updates from the buffer, TD errors back to the sampler; mean metrics."""
-    sums: dict[str, float] = {}
-    for _ in range(n_updates):
-        buffer.set_learner_step(agent.num_updates)
-        batch = buffer.sample(batch_size, keys=list(obs_spec))
-        out = agent.update(batch)
-        buffer.update_priorities(batch.indices, out["td_error"])
-        for k, v in out.items():
-            if np.ndim(v) == 0:
-                sums[k] = sums.get(k, 0.0) + float(v)
-    return {k: v / max(n_updates, 1) for k, v in sums.items()} | {"updates": float(n_updates)}
+    return load_checkpoint(cfg.out_dir, flag="--resume", required=("agent", "buffer", "loop"))

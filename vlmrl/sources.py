@@ -1,0 +1,109 @@
+"""Experience sources of the learner loop (``vlmrl.learner.ExperienceSource``): where episodes come from.
+
+- ``EnvEpisodes``: a gymnasium-style env (the simulated arm of `vlmrl train`); episode e resets with
+  seed ``seed_base + e``, so a resumed run repeats the uninterrupted one.
+- ``RobotEpisodes``: a ``LeRobotEnv`` (a real arm or its twin) with an operator who marks success or
+  failure, resets, or takes over (`vlmrl finetune`); what the arm was really sent is stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from vlmrl.learner import Act
+
+ROBOT_INFO_KEYS = ("success", "progress", "intervention")
+"""Per-step info a robot episode stores (the operator's takeovers included)."""
+
+
+class EnvEpisodes:
+    """Episodes of an env; the transitions' ``stored_keys`` go to the buffer.
+
+    Args:
+        env: gymnasium-style env whose ``info`` carries ``success``.
+        buffer: the replay buffer (``add_step``).
+        stored_keys: observation keys stored per step.
+        seed_base: episode e resets with seed ``seed_base + e``.
+    """
+
+    def __init__(self, env: Any, buffer: Any, stored_keys: Sequence[str], seed_base: int) -> None:
+        self.env, self.buffer, self.stored_keys, self.seed_base = env, buffer, list(stored_keys), seed_base
+
+    def collect(self, episode: int, act: Act, after_step: Callable[[], None]) -> dict[str, float]:
+        """One episode with ``act`` choosing actions (see ``ExperienceSource.collect``)."""
+        obs, _ = self.env.reset(seed=self.seed_base + episode)
+        episode_return, length, success = 0.0, 0, False
+        while True:
+            action = act(obs)
+            next_obs, reward, terminated, truncated, info = self.env.step(action)
+            self.buffer.add_step(
+                {k: obs[k] for k in self.stored_keys}, action, reward, terminated, truncated, info,
+                {k: next_obs[k] for k in self.stored_keys},
+            )  # fmt: skip
+            length += 1
+            episode_return += float(reward)
+            success = success or bool(info["success"])
+            after_step()
+            if terminated or truncated:
+                break
+            obs = next_obs
+        return {"return": episode_return, "length": float(length), "success": float(success)}
+
+
+class RobotEpisodes:
+    """Episodes on a robot env with an operator: the policy acts unless the operator takes over.
+
+    Operator events (``robot.teleop.OPERATOR_KEYS``): success/failure mark the outcome, rerecord ends
+    the episode now (not terminal; the data stays), intervening hands the arm to ``teleop``.
+
+    Args:
+        env: a ``LeRobotEnv`` (``measured``, ``action_keys``, ``mark_outcome``, ``truncate_now``).
+        buffer: the replay buffer; its info keys are ``ROBOT_INFO_KEYS``.
+        keys: the operator's keys (``poll()``, ``intervening``).
+        teleop: drives during a takeover (``action(measured)``; optional ``sync(measured)``).
+        seed_base: episode e resets with seed ``seed_base + e``.
+    """
+
+    def __init__(self, env: Any, buffer: Any, keys: Any, teleop: Any, seed_base: int) -> None:
+        self.env, self.buffer, self.keys, self.teleop, self.seed_base = env, buffer, keys, teleop, seed_base
+
+    def collect(self, episode: int, act: Act, after_step: Callable[[], None]) -> dict[str, float]:
+        """One episode (see ``ExperienceSource.collect``); also counts the operator's takeover steps."""
+        env, keys = self.env, self.keys
+        obs, info = env.reset(seed=self.seed_base + episode)
+        keys.poll()
+        total, steps, interventions, done = 0.0, 0, 0, False
+        while not done:
+            for event in keys.poll():
+                if event in ("success", "failure"):
+                    env.mark_outcome(event == "success")
+                elif event == "rerecord":
+                    env.truncate_now()  # "reset now": the data stays, the episode is not terminal
+            if keys.intervening:
+                targets = self.teleop.action(env.measured)
+                action = np.array([targets[k] for k in env.action_keys], np.float32)
+                interventions += 1
+            else:
+                teleop_sync = getattr(self.teleop, "sync", None)
+                if callable(teleop_sync):
+                    teleop_sync(env.measured)  # a takeover starts where the arm is
+                action = act(obs)
+            next_obs, reward, terminated, truncated, info = env.step(action)
+            step_info = {
+                "success": info["success"],
+                "progress": info["progress"],
+                "intervention": float(keys.intervening),
+            }
+            self.buffer.add_step(obs, info["sent_action"], reward, terminated, truncated, step_info, next_obs)
+            obs, total, steps = next_obs, total + float(reward), steps + 1
+            done = terminated or truncated
+            after_step()
+        return {
+            "return": total,
+            "length": float(steps),
+            "success": float(bool(info["success"])),
+            "interventions": float(interventions),
+        }

@@ -1,0 +1,219 @@
+"""The config of a training run (`vlmrl train`, the Python API's `vlmrl.train`) and what it resolves to.
+
+Both the `vlmrl train` pipeline and the trainer import it (neither imports the other). The replay mode is
+resolved here, once: ``REPLAYS`` names each mode's sampler config, the TrainConfig field with its
+settings, and whether it takes the learner's TD errors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import tyro
+
+from agents.config import SACConfig
+from buffer.config import (
+    BufferConfig,
+    PERSamplerConfig,
+    SamplerConfig,
+    UniformSamplerConfig,
+    VLMMixSamplerConfig,
+    VLMTDSamplerConfig,
+)
+from sim.config import SimConfig
+from vlm.config import AuxRewardConfig, CLIPConfig, HFConfig, OpenAIConfig, OracleConfig, WorkerConfig
+from vlmrl.errors import ConfigError
+
+ReplayMode = Literal["uniform", "per", "vlm", "vlm_td"]
+ScorerChoice = (
+    Annotated[OracleConfig, tyro.conf.subcommand("oracle")]
+    | Annotated[HFConfig, tyro.conf.subcommand("hf")]
+    | Annotated[OpenAIConfig, tyro.conf.subcommand("openai")]
+    | Annotated[CLIPConfig, tyro.conf.subcommand("clip")]
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """One training run; every field has a default (`--demo` adds demonstrations, see ``demo``)."""
+
+    sim: SimConfig = field(
+        default_factory=lambda: SimConfig(
+            task="lift", reward="sparse", action_mode="delta", image_size=64, terminate_on_success=False
+        )
+    )
+    """The simulated env (training and evaluation use separate instances and seeds). Episodes do not end
+    at success by default: with a sparse reward, ending the episode at the reward lets SAC's entropy bonus
+    pay more for staying alive, and SAC learns to avoid success (measured on twin reach, sparse: 60%
+    success at 2k steps, then 0% up to 8k; without termination 100% by 5k)."""
+    agent: SACConfig = field(default_factory=lambda: SACConfig(hidden_dims=(128, 128), init_alpha=0.1))
+    """SAC hyper-parameters (128x128 suits the 23-d state and keeps the demo within ~10 CPU minutes)."""
+    buffer: Annotated[BufferConfig, tyro.conf.AvoidSubcommands] = field(
+        default_factory=lambda: BufferConfig(capacity_steps=40_000, storage="zarr", frame_codec="blosc-lz4")
+    )
+    """Replay storage; ``replay`` picks the sampler (a sampler config of that kind keeps its settings)."""
+    replay: ReplayMode = "vlm"
+    """Replay: uniform, per (TD-error priorities), vlm (VLM-score / uniform mix), vlm_td (score x TD)."""
+    # Plain (frozen, shared) defaults rather than default_factory: a class-level default lets checkpoints
+    # pickled before these fields existed load and resume.
+    vlm_sampler: VLMMixSamplerConfig = VLMMixSamplerConfig()  # noqa: RUF009
+    """Settings of ``--replay vlm``: mixing weight and its warm-up, score exponent, importance weights."""
+    per_sampler: PERSamplerConfig = PERSamplerConfig()  # noqa: RUF009
+    """Settings of ``--replay per``."""
+    vlm_td_sampler: VLMTDSamplerConfig = VLMTDSamplerConfig()  # noqa: RUF009
+    """Settings of ``--replay vlm_td``."""
+    scorer: ScorerChoice = field(default_factory=OracleConfig)
+    """Clip scorer; oracle (privileged sim progress) needs no model. Unreachable VLMs fail at start."""
+    prompt: str = ""
+    """Question asked about each clip; empty: built from the env's task description
+    (vlm.prompts.scorer_prompt: the goal question, or the goal caption for scorer:clip)."""
+    score_calibration: Path | None = None
+    """Score calibration JSON (``vlmrl score --fit-score-calibration``) that maps the scorer's scores
+    before they set priorities and aux rewards; it must have been fitted for this scorer and prompt. The
+    run keeps a copy (score_calibration.json), which a resume uses."""
+    aux_reward_weight: float = 0.0
+    """Weight of the VLM auxiliary reward added to sampled rewards (0: scores steer replay only)."""
+    aux_reward: AuxRewardConfig = field(default_factory=lambda: AuxRewardConfig(kind="shaping"))
+    """How clip scores become per-step auxiliary rewards. Its ``weight`` must stay 1: the one weight is
+    ``aux_reward_weight`` (stored aux rewards are unweighted; the weight applies when a batch is drawn)."""
+    worker: WorkerConfig = field(default_factory=WorkerConfig)
+    """The asynchronous scoring worker."""
+    sync_scoring: bool = False
+    """Wait for each episode's clips to be scored before going on (exactly reproducible VLM modes)."""
+    policy_obs: Literal["state", "pixels", "robot"] = "state"
+    """What the policy sees: the sim's state vector (privileged: object poses); the state plus the cameras'
+    pixels (DrQ encoder); or robot: only what a real arm provides, the LeRobot joint keys plus the
+    cameras' pixels, so `vlmrl deploy` / `vlmrl finetune` can run the policy on an arm."""
+    total_steps: int = 30_000
+    """Environment steps of the whole run (the last episode is finished, so it may run a little over)."""
+    demo_episodes: int = 0
+    """Episodes of the SO-101 twin's scripted expert put in the replay buffer before training
+    (demonstrations, as in RLPD or SAC from demonstrations). They are scored like any other clip and do not
+    count in total_steps. Use with ``--agent.layer-norm``: with a plain critic, Q diverged on demonstrations.
+    0: none."""
+    learning_starts: int = 1_000
+    """Uniform-random actions for this many steps before the policy acts and updates start."""
+    batch_size: int = 128
+    """Transitions per gradient update."""
+    eval_every_steps: int = 5_000
+    """Evaluate after the episode in which the step count crosses a multiple of this."""
+    eval_episodes: int = 10
+    """Episodes per evaluation (deterministic policy, evaluation-only seeds)."""
+    video_episodes: int = 2
+    """Evaluation episodes of the final evaluation written to the report video (0: no video)."""
+    checkpoint_every_steps: int = 5_000
+    """Checkpoint after the episode in which the step count crosses a multiple of this."""
+    stop_after_steps: int = 0
+    """Stop this invocation (checkpoint and report, like Ctrl-C) after this many steps; 0: run to the end."""
+    seed: int = 0
+    """Seed of everything: env episodes, agent, buffer sampling, random warm-up actions."""
+    run_dir: str = ""
+    """Output directory; empty: runs/train-<task>-<time>."""
+    resume: str = ""
+    """Continue the run in this directory from its checkpoint (its saved config is used)."""
+    torch_threads: int = 1
+    """Torch threads for the learner (keep 1 per core in use; 2x2 threads on 2 cores is >10x slower)."""
+    export_onnx: bool = False
+    """Also write policy.onnx next to policy.pt."""
+    progress: bool = True
+    """Show the rich progress bar."""
+    demo: bool = False
+    """The embedded demo (`make demo`): the defaults plus 25 scripted demonstrations in the buffer, a LayerNorm
+    critic and 20,000 steps (each only where you left that option at its default)."""
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What a replay mode means for the run."""
+
+    sampler: type
+    """The buffer sampler config class of the mode."""
+    settings_field: str
+    """The TrainConfig field holding the mode's sampler settings ("" when it has none)."""
+    td_priorities: bool
+    """The sampler takes the learner's TD errors (``ReplayBuffer.update_priorities`` after each update)."""
+    needs_scores: bool
+    """The sampler reads clip scores, so the run needs a camera to cut clips from."""
+
+
+REPLAYS: dict[str, Replay] = {
+    "uniform": Replay(UniformSamplerConfig, "", td_priorities=False, needs_scores=False),
+    "per": Replay(PERSamplerConfig, "per_sampler", td_priorities=True, needs_scores=False),
+    "vlm": Replay(VLMMixSamplerConfig, "vlm_sampler", td_priorities=False, needs_scores=True),
+    "vlm_td": Replay(VLMTDSamplerConfig, "vlm_td_sampler", td_priorities=True, needs_scores=True),
+}
+"""The replay modes of ``--replay``, resolved in this one place."""
+
+
+def takes_td_errors(sampler: SamplerConfig) -> bool:
+    """Whether a buffer sampler config is one that takes the learner's TD errors."""
+    return any(isinstance(sampler, r.sampler) and r.td_priorities for r in REPLAYS.values())
+
+
+def resolve_buffer_config(cfg: TrainConfig, scorer_id: str) -> BufferConfig:
+    """The buffer config a run uses: the replay mode's sampler, aux reward wiring, the run's seed.
+
+    The sampler is ``cfg.buffer.sampler`` when it is of the mode's kind (the Python API), else the mode's
+    settings field (``--per-sampler.*``, ``--vlm-sampler.*``, ``--vlm-td-sampler.*``).
+    """
+    replay = REPLAYS[cfg.replay]
+    sampler: SamplerConfig = (
+        cfg.buffer.sampler
+        if isinstance(cfg.buffer.sampler, replay.sampler)
+        else getattr(cfg, replay.settings_field)
+        if replay.settings_field
+        else replay.sampler()
+    )
+    return dataclasses.replace(
+        cfg.buffer,
+        sampler=sampler,
+        aux_reward_scorer=scorer_id if cfg.aux_reward_weight > 0 else "",
+        aux_reward_weight=cfg.aux_reward_weight,
+        priority_scorer=scorer_id,
+        seed=cfg.seed,
+    )
+
+
+def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
+    """One-line ConfigErrors for settings that cannot run together (``new_run`` False: a resumed run,
+    whose checkpoint may predate a rule and keeps the semantics it started with)."""
+    if cfg.total_steps < 1 or cfg.batch_size < 1 or cfg.eval_episodes < 1:
+        raise ConfigError("total_steps, batch_size and eval_episodes must be >= 1")
+    if cfg.eval_every_steps < 1 or cfg.checkpoint_every_steps < 1:
+        raise ConfigError("eval_every_steps and checkpoint_every_steps must be >= 1")
+    if cfg.replay not in REPLAYS:
+        raise ConfigError(f"replay {cfg.replay!r}: choose one of {', '.join(REPLAYS)}")
+    if not cfg.sim.cameras and (REPLAYS[cfg.replay].needs_scores or cfg.aux_reward_weight > 0):
+        raise ConfigError(
+            f"replay {cfg.replay!r} / aux_reward_weight {cfg.aux_reward_weight} need clips: give the sim a camera "
+            "(--sim.cameras front) or use --replay uniform|per with --aux-reward-weight 0"
+        )
+    if new_run and cfg.aux_reward.weight != 1.0:
+        raise ConfigError(
+            f"aux_reward.weight {cfg.aux_reward.weight}: the aux reward has one weight, aux_reward_weight "
+            f"(set --aux-reward-weight {cfg.aux_reward_weight * cfg.aux_reward.weight:g} and leave aux_reward.weight at 1)"
+        )
+    if cfg.demo_episodes < 0:
+        raise ConfigError(f"demo_episodes must be >= 0, got {cfg.demo_episodes}")
+    if cfg.demo_episodes and cfg.sim.suite != "so101":
+        raise ConfigError(
+            f"demo_episodes needs the SO-101 twin's scripted expert (--sim.suite so101), not {cfg.sim.suite!r}"
+        )
+    if cfg.policy_obs == "robot" and cfg.sim.suite != "so101":
+        raise ConfigError("policy_obs 'robot' needs an arm with LeRobot joint keys: --sim.suite so101")
+    if cfg.policy_obs == "pixels" and not cfg.sim.cameras:
+        raise ConfigError("policy_obs 'pixels' needs at least one camera in --sim.cameras")
+    if cfg.policy_obs in ("pixels", "robot") and cfg.buffer.frame_stack != 1:
+        raise ConfigError(
+            "policy_obs 'pixels' supports --buffer.frame-stack 1 only (the policy sees one frame)"
+        )
+
+
+def resolved_dict(cfg: TrainConfig) -> dict[str, Any]:
+    """The config as plain data (written to config.json), with the scorer's backend named."""
+    data = dataclasses.asdict(cfg)
+    data["scorer"]["kind"] = cfg.scorer.kind
+    return data
