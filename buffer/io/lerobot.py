@@ -6,12 +6,22 @@ Name mapping: `observation.state` <-> `state`, `observation.images.<cam>` <-> `p
 `info.<key>` <-> `info/<key>` (a native `next.success` becomes `info/success`, shifted to the frame it
 describes). A LeRobot frame carries an action; its last frame has no successor, so on import the last
 frame becomes the episode's final observation and its action/reward are dropped (T frames -> T - 1
-transitions). Export writes all T + 1 rows, the final one with a zero action and `next.done` set, so
-import(export(x)) gives x back (frames through the video codec, so up to its loss).
+transitions). Export writes all T + 1 rows, the final one with `next.done` set and the last
+transition's action repeated: actions are (absolute) targets, so the final frame says "hold the last
+target" (a zero action would mean "go to 0 degrees", which behaviour cloning would learn). Import drops
+that row's action again, so import(export(x)) gives x back (frames through the video codec, so up to its
+loss).
+
+Export follows LeRobot's conventions so its own tools consume the result: `action` and every vector
+feature carry `names` (LeRobot's replay loop maps `features["action"]["names"]` to motor commands;
+`action_names` should be the robot's action keys), `robot_type` is set, and per-motor observation keys
+(`<motor>.pos`, shape (1,), as `LeRobotEnv` gives them) become one `observation.state` vector named by
+them (import splits it back when the buffer stores those keys).
 """
 
 from __future__ import annotations
 
+import shutil
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,15 +49,33 @@ def _obs_key(feature: str) -> str | None:
     return None
 
 
+def _motor_names(feature: dict) -> list[str] | None:
+    """The names of an `observation.state` that holds one LeRobot motor key (`<motor>.pos`) per entry."""
+    names = feature.get("names")
+    if isinstance(names, dict):  # older datasets: {"motors": [...]}
+        names = next(iter(names.values()), None)
+    motor_keys = isinstance(names, list) and all(isinstance(n, str) and n.endswith(".pos") for n in names)
+    if motor_keys and names and len(names) == int(np.prod(feature["shape"])):
+        return list(names)
+    return None
+
+
 def lerobot_spec(
     root: str | Path,
 ) -> tuple[dict[str, tuple[tuple[int, ...], np.dtype]], int, tuple[str, ...]]:
-    """(obs_spec, action_dim, info_keys) of a LeRobotDataset, to build a buffer it can be imported into."""
+    """(obs_spec, action_dim, info_keys) of a LeRobotDataset, to build a buffer it can be imported into.
+
+    An `observation.state` named by LeRobot motor keys (`shoulder_pan.pos`, ...) becomes one (1,)
+    observation per motor, as `LeRobotEnv` observes a robot; another `observation.state` is `state`."""
     reader = LeRobotReader(root)
     obs_spec: dict[str, tuple[tuple[int, ...], np.dtype]] = {}
     for name, feature in reader.features.items():
         key = _obs_key(name)
         if key is None:
+            continue
+        motors = _motor_names(feature) if name == "observation.state" else None
+        if motors:
+            obs_spec.update({m: ((1,), np.dtype(np.float32)) for m in motors})
             continue
         shape = tuple(int(s) for s in feature["shape"])
         if feature["dtype"] in ("video", "image"):
@@ -90,7 +118,11 @@ def _add(buffer: ReplayBuffer, episode: LeRobotEpisode, reader: LeRobotReader, r
     obs = {}
     for name in cols:
         key = _obs_key(name)
-        if key is not None:
+        motors = _motor_names(reader.features[name]) if name == "observation.state" else None
+        if motors and all(m in buffer.storage.specs for m in motors):
+            values = cols[name].reshape(episode.length, len(motors))
+            obs.update({m: values[:, i : i + 1] for i, m in enumerate(motors)})
+        elif key is not None:
             frames = cols[name]
             if reader.features[name]["dtype"] in ("video", "image"):
                 obs[key] = frames.astype(np.uint8)
@@ -135,14 +167,19 @@ def export_lerobot(
     repo_id: str = "local/vlmrl-export",
     episodes: Sequence[int] | None = None,
     vcodec: str = "libsvtav1",
+    robot_type: str | None = None,
+    action_names: Sequence[str] | None = None,
 ) -> int:
     """Write live buffer episodes (all, or `episodes`) as a LeRobotDataset v3.0 at `root` (must not exist).
 
-    Uses lerobot's own writer (lerobot 0.4.x), so the result loads with `LeRobotDataset`. Returns the
-    number of episodes written.
+    Uses lerobot's own writer (lerobot 0.4.x), so the result loads with `LeRobotDataset`; feature names,
+    robot type and the final frame's action follow LeRobot's conventions (module docstring). Returns the
+    number of episodes written. Choose intact episodes first (`buffer.storage.integrity.intact_episodes`)
+    to skip damaged ones; a damaged episode met here stops the export with its name.
 
     Raises:
-        BufferError: lerobot is not importable, or `root` exists.
+        BufferError: lerobot is not importable, `root` exists, `action_names` do not fit the actions, or
+            an episode's data is damaged.
     """
     try:
         from lerobot.datasets.lerobot_dataset import LeRobotDataset
@@ -151,36 +188,62 @@ def export_lerobot(
     if Path(root).exists():
         raise BufferError(f"{root}: already exists; export writes a new dataset")
     specs = buffer.storage.specs
+    action_dim = int(np.prod(specs["action"].shape))
+    names_of_action = list(action_names) if action_names else [f"action_{i}" for i in range(action_dim)]
+    if len(names_of_action) != action_dim:
+        raise BufferError(
+            f"export: {len(names_of_action)} action names {names_of_action} for {action_dim} actions"
+        )
+    motors = [
+        k
+        for k in buffer.obs_keys
+        if k.endswith(".pos") and specs[k].shape == (1,) and not specs[k].is_frame and "state" not in specs
+    ]
     features: dict[str, dict] = {}
     names: dict[str, str] = {}
     for key in buffer.obs_keys:
         spec = specs[key]
+        if key in motors:
+            continue
         if spec.is_frame:
             name = "observation.images." + key[len("pixels/") :]
             features[name] = {"dtype": "video", "shape": spec.shape, "names": ["height", "width", "channels"]}
         else:
             name = "observation.state" if key == "state" else "observation." + key
-            features[name] = {"dtype": "float32", "shape": spec.shape or (1,), "names": None}
+            size = int(np.prod(spec.shape or (1,)))
+            entry_names = [key] if size == 1 and key != "state" else [f"{key}_{i}" for i in range(size)]
+            features[name] = {"dtype": "float32", "shape": spec.shape or (1,), "names": entry_names}
         names[key] = name
-    features["action"] = {"dtype": "float32", "shape": specs["action"].shape, "names": None}
+    if motors:
+        features["observation.state"] = {"dtype": "float32", "shape": (len(motors),), "names": motors}
+    features["action"] = {"dtype": "float32", "shape": specs["action"].shape, "names": names_of_action}
     for name, dtype in (("next.reward", "float32"), ("next.done", "bool"), ("next.truncated", "bool")):
         features[name] = {"dtype": dtype, "shape": (1,), "names": None}
     for key in buffer.info_keys:
         features[f"info.{key}"] = {"dtype": "float32", "shape": (1,), "names": None}
-    dataset = LeRobotDataset.create(
-        repo_id, fps, features, root=root, use_videos=True, vcodec=vcodec, encoder_threads=1
-    )
     table = buffer.storage.episodes()
     chosen = list(range(table.first, table.first + table.count)) if episodes is None else list(episodes)
+    dataset = LeRobotDataset.create(
+        repo_id,
+        fps,
+        features,
+        root=root,
+        robot_type=robot_type,
+        use_videos=True,
+        vcodec=vcodec,
+        encoder_threads=1,
+    )
     for e in chosen:
         start, end = buffer.episode_rows(e)
         rows = np.arange(start, end)
         read = {name: buffer.storage.read(name, rows) for name in specs}
         for i in range(len(rows)):
             last = i == len(rows) - 1
-            j = i - 1 if last else i  # the final row repeats the last transition's end flags
-            frame = {names[k]: read[k][i].reshape(features[names[k]]["shape"]) for k in buffer.obs_keys}
-            frame["action"] = read["action"][i].astype(np.float32)
+            j = i - 1 if last else i  # the final row: the last transition's action and end flags
+            frame = {names[k]: read[k][i].reshape(features[names[k]]["shape"]) for k in names}
+            if motors:
+                frame["observation.state"] = np.array([read[m][i][0] for m in motors], np.float32)
+            frame["action"] = read["action"][j].astype(np.float32)
             frame["next.reward"] = np.array([read["reward"][i]], np.float32)
             frame["next.done"] = np.array([bool(read["terminated"][j] or read["truncated"][j])])
             frame["next.truncated"] = np.array([bool(read["truncated"][j])])
@@ -190,4 +253,11 @@ def export_lerobot(
             dataset.add_frame(frame)
         dataset.save_episode()
     dataset.finalize()
+    _remove_empty_dirs(Path(root) / "images")  # lerobot's frame staging area, emptied after encoding
     return len(chosen)
+
+
+def _remove_empty_dirs(path: Path) -> None:
+    """Remove `path` if it holds no files (only empty folders)."""
+    if path.is_dir() and not any(p.is_file() for p in path.rglob("*")):
+        shutil.rmtree(path)

@@ -154,3 +154,69 @@ def test_v21_import(tmp_path: Path):
 def test_not_a_dataset_fails_clearly(tmp_path: Path):
     with pytest.raises(BufferError, match=r"meta/info.json: not a LeRobotDataset"):
         lerobot_spec(tmp_path)
+
+
+MOTORS = ["shoulder_pan.pos", "shoulder_lift.pos", "elbow_flex.pos"]
+ROBOT_OBS = {m: ((1,), np.float32) for m in MOTORS} | {"pixels/front": ((H, W, 3), np.uint8)}
+
+
+def fill_robot(buf, n_episodes: int = 2, t_len: int = 4) -> None:
+    """Episodes as `LeRobotEnv` records them: one (1,) key per motor, actions = absolute joint targets."""
+    for e in range(n_episodes):
+        joints = np.array([[10 * e + t, -t, 0.5 * t] for t in range(t_len + 1)], np.float32)
+        obs = {m: joints[:, i : i + 1] for i, m in enumerate(MOTORS)}
+        obs["pixels/front"] = np.stack([smooth_frame(e, t) for t in range(t_len + 1)])
+        terminated = np.arange(t_len) == t_len - 1
+        info = {"success": np.arange(t_len + 1) == t_len, "progress": np.linspace(0, 1, t_len + 1)}
+        buf.add_episode(obs, joints[1:] + 1.0, np.zeros(t_len), terminated, np.zeros(t_len, bool), info)
+
+
+@pytest.mark.slow
+def test_export_is_consumed_by_lerobots_own_dataset_and_replay_code_path(tmp_path: Path):
+    """LeRobot's replay script (lerobot/scripts/lerobot_replay.py, 0.4.4) loads one episode with
+    LeRobotDataset, filters its frames, and sends `{name: action[i] for i, name in
+    enumerate(dataset.features["action"]["names"])}` to the robot each frame. The same steps here, with
+    a robot that records what it was sent (the script itself imports lerobot.policies)."""
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    src = make_buffer(BufferConfig(capacity_steps=100), ROBOT_OBS, len(MOTORS))
+    fill_robot(src)
+    root = tmp_path / "ds"
+    assert export_lerobot(src, root, fps=10, robot_type="so101_follower", action_names=MOTORS) == 2
+    assert not (root / "images").exists()  # lerobot's staging folder does not stay behind
+
+    dataset = LeRobotDataset("local/vlmrl-export", root=root, episodes=[1])
+    assert dataset.meta.robot_type == "so101_follower"
+    assert dataset.features["observation.state"]["names"] == MOTORS
+    episode_frames = dataset.hf_dataset.filter(lambda x: x["episode_index"] == 1)
+    actions = episode_frames.select_columns("action")
+    sent = []
+    for idx in range(len(episode_frames)):
+        action_array = actions[idx]["action"]
+        sent.append(
+            {name: float(action_array[i]) for i, name in enumerate(dataset.features["action"]["names"])}
+        )
+    targets = np.array([[10 + t, -t, 0.5 * t] for t in range(1, 5)], np.float32) + 1.0  # joints[1:] + 1
+    assert [list(a) for a in sent] == [MOTORS] * 5
+    got = np.array([[a[m] for m in MOTORS] for a in sent])
+    np.testing.assert_allclose(got[:4], targets)  # the recorded targets, in order
+    np.testing.assert_allclose(got[4], got[3])  # the final frame holds the last target, not zeros
+    state = np.asarray(dataset[0]["observation.state"])  # the first frame of episode 1
+    np.testing.assert_allclose(state, [10, 0, 0])
+
+    # Our own import splits the named state back into the motor keys: a round trip.
+    obs_spec, action_dim, info_keys = lerobot_spec(root)
+    assert obs_spec == ROBOT_OBS and action_dim == 3
+    dst = make_buffer(BufferConfig(capacity_steps=100), obs_spec, action_dim, info_keys)
+    assert import_lerobot(root, dst) == 2
+    rows_a, rows_b = np.arange(*src.episode_rows(1)), np.arange(*dst.episode_rows(1))
+    for name in [*MOTORS, "action"]:
+        np.testing.assert_array_equal(src.storage.read(name, rows_a), dst.storage.read(name, rows_b))
+
+
+def test_export_refuses_action_names_that_do_not_fit(tmp_path: Path):
+    src = make_buffer(BufferConfig(capacity_steps=100), ROBOT_OBS, len(MOTORS))
+    fill_robot(src, n_episodes=1)
+    with pytest.raises(BufferError, match=r"2 action names .* for 3 actions"):
+        export_lerobot(src, tmp_path / "ds", fps=10, action_names=MOTORS[:2])
+    assert not (tmp_path / "ds").exists()
