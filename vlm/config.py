@@ -110,7 +110,23 @@ class OracleConfig:
     """Sleep per score call: a stand-in for a remote GPU in benchmarks and fault tests."""
 
 
-ScorerConfig = HFConfig | OpenAIConfig | CLIPConfig | OracleConfig
+@dataclass(frozen=True, kw_only=True)
+class LearnedConfig:
+    """A small conv clip scorer fitted on labelled episodes by `vlmrl scorer fit` (reads pixels, no VLM)."""
+
+    kind: Literal["learned"] = "learned"
+    """Backend tag (fixed)."""
+    path: str = "student.pt"
+    """The scorer file written by `vlmrl scorer fit`."""
+    resize: bool = False
+    """Resize frames of another size to the fitted size instead of refusing them (scores degrade)."""
+    batch_size: int = 64
+    """Clips per forward pass."""
+    device: Device = "cpu"
+    """Where the net runs; it is small enough for a CPU."""
+
+
+ScorerConfig = HFConfig | OpenAIConfig | CLIPConfig | OracleConfig | LearnedConfig
 """Any backend's config; ``vlm.make_scorer`` picks the backend from the type."""
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from vlm.config import CLIPConfig, HFConfig, OpenAIConfig, OracleConfig, ScorerConfig
+from vlm.config import CLIPConfig, HFConfig, LearnedConfig, OpenAIConfig, OracleConfig, ScorerConfig
 from vlm.errors import VLMError
 from vlm.scorer import Scorer
 
@@ -15,6 +15,7 @@ _BACKENDS: dict[type, tuple[str, str]] = {
     OpenAIConfig: ("vlm.backends.openai_compat", "OpenAIScorer"),
     CLIPConfig: ("vlm.backends.contrastive", "CLIPScorer"),
     OracleConfig: ("vlm.backends.oracle", "OracleScorer"),
+    LearnedConfig: ("vlm.backends.learned", "LearnedScorer"),
 }
 
 
@@ -32,7 +33,8 @@ def _backend(cfg: ScorerConfig) -> Callable[[ScorerConfig], Scorer]:
 def check_reachable(cfg: ScorerConfig) -> None:
     """Raises a one-line VLMError saying how to fix it if the model or server cannot be reached.
 
-    Local models: the path or hub id must resolve offline or online; servers: /v1/models must answer.
+    Local models: the path or hub id must resolve offline or online; servers: /v1/models must answer;
+    a learned scorer: its file must exist and be one.
     Cheap compared with loading the model; ``make_scorer`` calls it first.
     """
     if isinstance(cfg, HFConfig | CLIPConfig):
@@ -43,6 +45,10 @@ def check_reachable(cfg: ScorerConfig) -> None:
         from vlm.backends.openai_compat import check_server
 
         check_server(cfg)
+    elif isinstance(cfg, LearnedConfig):
+        from vlm.backends.learned import check_learned_file
+
+        check_learned_file(cfg)
 
 
 def make_scorer(cfg: ScorerConfig) -> Scorer:

@@ -155,3 +155,29 @@ def oracle_argv(tmp_path):
         return serve_argv("{port}", ["scorer:oracle", *scorer_args], run_dir=tmp_path / "serve")
 
     return argv
+
+
+def save_random_learned(path, prompt, image_hw=(24, 32), camera="front", num_frames=4, width=8, seed=0):
+    """A learned scorer file with random weights (a fitted one comes from `vlmrl scorer fit`)."""
+    import torch
+
+    from vlm.backends.learned import build_net, save_learned
+    from vlm.prompts import prompt_hash
+
+    torch.manual_seed(seed)
+    meta = dict(
+        camera=camera,
+        image_hw=list(image_hw),
+        num_frames=num_frames,
+        width=width,
+        prompt=prompt,
+        prompt_hash=prompt_hash(prompt),
+        labels="random",
+    )
+    save_learned(path, build_net(num_frames, width), meta)
+    return path
+
+
+@pytest.fixture(scope="session")
+def random_learned():
+    return save_random_learned

@@ -17,6 +17,7 @@ from vlm import (
     make_scorer,
     prompt_hash,
 )
+from vlm.config import LearnedConfig
 
 PROMPT = "Did the robot push the cube onto the target? Answer yes or no."
 BACKENDS = [
@@ -28,6 +29,7 @@ BACKENDS = [
     "clip",
     "siglip",
     "openai",
+    "learned",
 ]
 
 
@@ -40,6 +42,9 @@ def scorer(request):
         cfg = HFConfig(model=request.getfixturevalue("vlm_dirs")[name[3:]], num_frames=3, batch_size=2)
     elif name in ("clip", "siglip"):
         cfg = CLIPConfig(model=request.getfixturevalue("clip_model_dirs")[name], num_frames=3)
+    elif name == "learned":  # random weights; resize: the suite mixes frame sizes in one batch
+        path = request.getfixturevalue("tmp_path_factory").mktemp("learned") / "student.pt"
+        cfg = LearnedConfig(path=str(request.getfixturevalue("random_learned")(path, PROMPT)), resize=True)
     else:
         server = request.getfixturevalue("hf_server")
         cfg = OpenAIConfig(base_url=server.url, api_key="sekret", num_frames=3, image_format="png")

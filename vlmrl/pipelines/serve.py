@@ -1,4 +1,4 @@
-"""Serve a local scorer (hf, clip or oracle) behind the OpenAI chat-completions API plus /v1/score.
+"""Serve a local scorer (hf, clip, oracle or learned) behind the OpenAI chat-completions API plus /v1/score.
 
 Example: ``vlmrl serve --server.port 8000 scorer:hf --scorer.model HuggingFaceTB/SmolVLM-256M-Instruct``;
 then train elsewhere with ``scorer:openai --scorer.base-url http://<host>:8000/v1``. Binds 127.0.0.1
@@ -16,13 +16,14 @@ from typing import Annotated
 
 import tyro
 
-from vlm.config import CLIPConfig, HFConfig, OpenAIConfig, OracleConfig, ServerConfig
+from vlm.config import CLIPConfig, HFConfig, LearnedConfig, OpenAIConfig, OracleConfig, ServerConfig
 
 ServedScorer = (
     Annotated[HFConfig, tyro.conf.subcommand("hf")]
     | Annotated[CLIPConfig, tyro.conf.subcommand("clip")]
     | Annotated[OracleConfig, tyro.conf.subcommand("oracle")]
     | Annotated[OpenAIConfig, tyro.conf.subcommand("openai")]
+    | Annotated[LearnedConfig, tyro.conf.subcommand("learned")]
 )
 
 
