@@ -1,0 +1,197 @@
+"""Code as Reward on the SO-101 twin: the observation view, verification episodes, the reward wrapper.
+
+The view (``vlm.reward_program.view``) is built from the twin's ``obs["state"]`` (``sim.so101.env.
+STATE_NAMES``), so it is the same for live steps, stored episodes and every task; on a real arm only the
+joint keys LeRobot reports are used (``robot_view``). The env itself is not changed: ``CaRReward`` wraps it
+and replaces (or adds to) its reward with the dense CaR reward computed in the sandbox worker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+
+from robot.contract import JOINT_KEYS, STATE_KEY
+from sim.config import SimConfig
+from sim.so101 import geometry
+from sim.so101.env import STATE_NAMES
+from vlm.reward_program import (
+    RewardProgram,
+    Sandbox,
+    SandboxConfig,
+    SandboxError,
+    SubtaskResult,
+    dense_reward,
+)
+from vlmrl.errors import ConfigError
+
+_INDEX = {name: i for i, name in enumerate(STATE_NAMES)}
+
+
+def _slice(*names: str) -> list[int]:
+    return [_INDEX[n] for n in names]
+
+
+_JOINTS = _slice(
+    "shoulder_pan_rad", "shoulder_lift_rad", "elbow_flex_rad", "wrist_flex_rad", "wrist_roll_rad"
+)
+_TCP = _slice("tcp_x_m", "tcp_y_m", "tcp_z_m")
+_CUBE = _slice("cube_x_m", "cube_y_m", "cube_z_m")
+_GOAL = _slice("goal_x_m", "goal_y_m", "goal_z_m")
+_CUBE_MINUS_TCP = _slice("cube_minus_tcp_x_m", "cube_minus_tcp_y_m", "cube_minus_tcp_z_m")
+
+
+def twin_view(state: np.ndarray) -> dict[str, Any]:
+    """The view of one SO-101 twin state vector (``obs["state"]``): all fields, privileged ones included."""
+    s = np.asarray(state, dtype=np.float64)
+    if s.shape != (len(STATE_NAMES),):
+        raise ConfigError(
+            f"a twin state has {len(STATE_NAMES)} values (sim.so101.env.STATE_NAMES), got shape {s.shape}"
+        )
+    return {
+        "joint_pos_rad": s[_JOINTS],
+        "gripper_open_frac": float(s[_INDEX["gripper_open_frac"]]),
+        "ee_pos_m": s[_TCP],
+        "object_pos_m": s[_CUBE],
+        "object_half_size_m": geometry.CUBE_HALF_M,
+        "goal_pos_m": s[_GOAL],
+        "object_minus_ee_m": s[_CUBE_MINUS_TCP],
+    }
+
+
+def robot_view(obs: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The view a real arm gives (LeRobot joint keys: degrees, gripper 0..100): joints and gripper only."""
+    missing = [k for k in JOINT_KEYS if k not in obs]
+    if missing:
+        raise ConfigError(
+            f"robot observation lacks {missing}; expected the LeRobot joint keys {list(JOINT_KEYS)}"
+        )
+    joints = [math.radians(float(np.asarray(obs[k]).reshape(-1)[0])) for k in JOINT_KEYS[:5]]
+    return {
+        "joint_pos_rad": np.array(joints),
+        "gripper_open_frac": float(np.asarray(obs[JOINT_KEYS[5]]).reshape(-1)[0]) / 100.0,
+    }
+
+
+# ---------------------------------------------------------------------------------- verification episodes
+@dataclass
+class Episode:
+    """The views of one episode's states (reset state first) and whether the task succeeded."""
+
+    views: list[dict[str, Any]]
+    success: bool
+
+
+def collect_episodes(
+    sim: SimConfig, policy: Literal["expert", "random"], episodes: int, seed: int
+) -> list[Episode]:
+    """Run the twin's scripted expert or a uniform-random policy; state only, nothing rendered."""
+    from sim import make_env
+    from sim.so101.scripted import ScriptedPolicy
+
+    if sim.suite != "so101":
+        raise ConfigError(
+            f"reward programs are verified on the SO-101 twin (--sim.suite so101), not {sim.suite!r}"
+        )
+    env = make_env(dataclasses.replace(sim, cameras=()))
+    rng = np.random.default_rng(seed)
+    act: Callable[[dict[str, np.ndarray]], np.ndarray]
+    expert = ScriptedPolicy(env) if policy == "expert" else None
+    space = env.action_space
+    assert isinstance(space, gym.spaces.Box)
+    out = []
+    try:
+        for e in range(episodes):
+            obs, info = env.reset(seed=seed * 1000 + e)
+            if expert is not None:
+                expert.reset()
+                act = expert.act
+            else:
+                act = lambda _obs: rng.uniform(space.low, space.high).astype(np.float32)  # noqa: E731
+            views, success = [twin_view(obs[STATE_KEY])], bool(info.get("success", False))
+            while True:
+                obs, _, terminated, truncated, info = env.step(act(obs))
+                views.append(twin_view(obs[STATE_KEY]))
+                success = success or bool(info["success"])
+                if terminated or truncated:
+                    break
+            out.append(Episode(views, success))
+    finally:
+        env.close()
+    return out
+
+
+def evaluate_episodes(sandbox: Sandbox, episodes: Sequence[Episode]) -> list[list[list[SubtaskResult]]]:
+    """Every episode's views through the loaded program (one sandbox request per episode)."""
+    return [sandbox.evaluate(ep.views) for ep in episodes]
+
+
+# ---------------------------------------------------------------------------------------- training reward
+CaRMode = Literal["replace", "add"]
+
+
+class CaRReward(gym.Wrapper):
+    """Replaces (``replace``) or adds to (``add``) the env's reward ``weight`` x the dense CaR reward.
+
+    The reward of a step is computed from the state it lands in. ``info`` gains ``car_stage`` (sub-tasks
+    done in order) and ``car_reward``. A step on which the program raises, or the worker is stopped, gets
+    CaR reward 0 and is counted in ``errors`` (the worker is replaced on the next step).
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        program: RewardProgram,
+        mode: CaRMode,
+        weight: float,
+        sandbox_cfg: SandboxConfig | None = None,
+    ) -> None:
+        super().__init__(env)
+        self.program, self.mode, self.weight = program, mode, weight
+        self.sandbox = Sandbox(sandbox_cfg)
+        self.sandbox.load([s.source for s in program.subtasks])
+        self.errors = 0
+        self.last_error = ""
+
+    def car(self, obs: dict[str, np.ndarray]) -> tuple[float, int]:
+        """(dense reward, stage) of an observation."""
+        try:
+            row = self.sandbox.evaluate([twin_view(obs[STATE_KEY])])[0]
+        except SandboxError as exc:
+            self.errors += 1
+            self.last_error = str(exc)
+            return 0.0, 0
+        failed = [r.error for r in row if r.error]
+        if failed:
+            self.errors += 1
+            self.last_error = failed[0]
+        return dense_reward(row)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        car, stage = self.car(obs)
+        info = {**info, "car_stage": float(stage), "car_reward": car}
+        base = float(reward) if self.mode == "add" else 0.0
+        return obs, base + self.weight * car, terminated, truncated, info
+
+    def close(self) -> None:
+        self.sandbox.close()
+        super().close()
+
+
+def check_program_target(program: RewardProgram, runs_on_robot: bool, where: str) -> None:
+    """Refuse a privileged program where the reward would be computed on a real arm (sim shaping is fine)."""
+    if runs_on_robot and program.privileged:
+        from vlm.reward_program import ROBOT_FIELDS
+
+        extra = sorted(program.fields - ROBOT_FIELDS)
+        raise ConfigError(
+            f"{where}: the reward program reads simulation-only fields {extra}, which a real arm does not provide; "
+            f"use one that reads only {sorted(ROBOT_FIELDS)}"
+        )
