@@ -9,16 +9,16 @@ from dataclasses import dataclass, field
 class PixelEncoderConfig:
     """The small conv net that turns ``pixels/<cam>`` images into features, shared by actor and critics.
 
-    Sized for a CPU (issue #13): frames are average-pooled down to the policy image size, then strided 3x3
+    Sized for a CPU (issue #13): frames are subsampled to the policy image size, then strided 3x3
     convs. At 64 px frames, batch 256, one thread, the default costs about 3.6x a state update (see
     ``benchmarks/pixel_learning.py``); the first encoder (4 layers of 32 channels at 64 px, stride 2 then
     1) cost 40-150x.
     """
 
     image_size: int = 32
-    """Policy image side in pixels: frames are average-pooled by the integer factor ``frame // image_size``
-    (at least 1) before the convs, so 64 px frames become 32 px; 0 keeps the frames' own size. Separate
-    from the scorer's clip size (the frames the sim renders, ``--sim.image-size``)."""
+    """Policy image side in pixels: the encoder keeps every ``frame // image_size``-th pixel (at least 1)
+    of each row and column, so 64 px frames become 32 px; 0 keeps the frames' own size. Separate from the
+    scorer's clip size (the frames the sim renders and stores, ``--sim.image-size``)."""
     channels: int = 32
     """Feature maps of every conv layer after the first."""
     first_channels: int = 16
@@ -29,9 +29,9 @@ class PixelEncoderConfig:
     """The first this many conv layers have stride 2, the rest stride 1."""
     feature_dim: int = 50
     """Size of the features after the linear + LayerNorm + tanh projection, per camera."""
-    shift_pad_px: int = 4
-    """DrQ random-shift augmentation on the stored frames: pad by this many pixels (replicate) and crop
-    back; 0 disables it."""
+    shift_pad_px: int = 2
+    """DrQ random-shift augmentation of the policy images: pad by this many pixels (replicate) and crop
+    back at a random offset; 0 disables it (2 at 32 px is DrQ's 4 at 84 px, relatively)."""
     frozen: bool = False
     """Keep the conv net fixed (no gradients, half the cost of an update): for an encoder pretrained on
     the twin's own frames (``agents.pretrain``) or loaded from ``weights_path``."""

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from agents.augmentation import random_shift
+from agents.augmentation import random_shift_prepared
 from agents.config import SACConfig
 from agents.encoders import ObservationEncoder, ObsSpec, is_pixel_key, load_pixel_weights
 from agents.errors import AgentError
@@ -174,12 +174,13 @@ class SAC:
         discount = torch.as_tensor(batch.discount, device=self.device)
         weights = torch.as_tensor(batch.weights, device=self.device)
         self.encoder.update_statistics(obs)
-        if self.has_pixels and self.cfg.pixel.shift_pad_px > 0:
+        if self.has_pixels:  # frames -> policy images once, then DrQ shifts at the policy resolution
             pad = self.cfg.pixel.shift_pad_px
-            obs = {k: random_shift(v, pad, self.generator) if is_pixel_key(k) else v for k, v in obs.items()}
-            next_obs = {
-                k: random_shift(v, pad, self.generator) if is_pixel_key(k) else v for k, v in next_obs.items()
-            }
+            obs, next_obs = self.encoder.prepare(obs), self.encoder.prepare(next_obs)
+            if pad > 0:
+                for key in self.encoder.pixel_keys:
+                    obs[key] = random_shift_prepared(obs[key], pad, self.generator)
+                    next_obs[key] = random_shift_prepared(next_obs[key], pad, self.generator)
         noise_shape = (action.shape[0], self.action_dim)
         next_noise = torch.randn(noise_shape, generator=self.generator, device=self.device)
         pi_noise = torch.randn(noise_shape, generator=self.generator, device=self.device)

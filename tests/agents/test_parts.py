@@ -46,3 +46,22 @@ def test_running_normalizer_matches_the_statistics_of_all_batches() -> None:
     clipped.update(torch.as_tensor(data, dtype=torch.float32))
     assert float(clipped(torch.full((1, 4), 1e6)).max()) == 1.0
     assert torch.equal(RunningNormalizer(4, enabled=False)(torch.full((1, 4), 5.0)), torch.full((1, 4), 5.0))
+
+
+def test_prepared_random_shift_moves_whole_images_by_at_most_pad_pixels() -> None:
+    from agents.augmentation import random_shift_prepared
+
+    images = torch.arange(2 * 3 * 8 * 8, dtype=torch.float32).view(2, 3, 8, 8)
+    shifted = random_shift_prepared(images, 2, torch.Generator().manual_seed(0))
+    assert shifted.shape == images.shape
+    for b in range(2):
+        # each output is the replicate-padded input read at one offset in [-2, 2] per axis
+        padded = torch.nn.functional.pad(images[b : b + 1], (2, 2, 2, 2), mode="replicate")[0]
+        matches = [
+            (dy, dx)
+            for dy in range(5)
+            for dx in range(5)
+            if torch.equal(padded[:, dy : dy + 8, dx : dx + 8], shifted[b])
+        ]
+        assert len(matches) == 1
+    assert random_shift_prepared(images, 0) is images

@@ -50,14 +50,14 @@ def params(module: torch.nn.Module) -> list[torch.Tensor]:
     return [p.detach().clone() for p in module.parameters()]
 
 
-def test_frames_are_pooled_to_the_policy_image_size() -> None:
+def test_frames_are_subsampled_to_the_policy_image_size() -> None:
     cfg = PixelEncoderConfig(image_size=32, num_layers=2)
     assert PixelEncoder((64, 64, 3), cfg).image_px == (32, 32)
-    assert PixelEncoder((84, 84, 3), cfg).image_px == (42, 42)  # integer factor 2
+    assert PixelEncoder((84, 84, 3), cfg).image_px == (42, 42)  # integer stride 2
+    assert PixelEncoder((100, 100, 3), cfg).image_px == (34, 34)  # stride 3 keeps rows 0, 3, ..., 99
     assert PixelEncoder((20, 20, 3), cfg).image_px == (20, 20)  # never upsampled
     assert PixelEncoder((64, 64, 3), PixelEncoderConfig(image_size=0, num_layers=2)).image_px == (64, 64)
-    # A 2x2 block of equal pixels is one pooled pixel: a 64 px frame made of 2x2 blocks encodes exactly
-    # as its 32 px version does.
+    # A 64 px frame made of 2x2 blocks of equal pixels encodes exactly as its 32 px version does.
     encoder = PixelEncoder((64, 64, 3), cfg)
     small = torch.randint(0, 256, (2, 32, 32, 3), dtype=torch.uint8)
     large = small.repeat_interleave(2, dim=1).repeat_interleave(2, dim=2)
