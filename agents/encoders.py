@@ -163,6 +163,7 @@ class ObservationEncoder(nn.Module):
         prepared = dict(obs)
         for name, encoder in self.pixel_encoders.items():
             key = name.replace("__", "/")
+            assert isinstance(encoder, PixelEncoder)
             prepared[key] = encoder.prepare(obs[key])
         return prepared
 
