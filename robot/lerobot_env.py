@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -228,6 +228,26 @@ class LeRobotEnv(gym.Env):
                     self.robot.disconnect()
         finally:
             self.safety.close()
+
+    def delta_targets(self, action: np.ndarray, max_delta: Sequence[float]) -> np.ndarray:
+        """Absolute joint targets (action-key order) for a joint-delta action in [-1, 1]: the last command the
+        safety layer let through plus ``action * max_delta``, within the joint limits. This is the twin's
+        ``action_mode="delta"`` (``sim/so101/env.py``), except that it starts from what was really sent, so
+        a joint the safety layer holds back does not wind up.
+
+        Raises:
+            RobotError: called before ``reset``.
+        """
+        base = self.safety.last_command or self._measured
+        if base is None:
+            raise RobotError("LeRobotEnv.delta_targets called before reset")
+        last = np.array([base[k] for k in self.action_keys], dtype=np.float64)
+        step = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0) * np.asarray(
+            max_delta, dtype=np.float64
+        )
+        low = np.array([self.cfg.safety.joint_limits[k][0] for k in self.action_keys], dtype=np.float64)
+        high = np.array([self.cfg.safety.joint_limits[k][1] for k in self.action_keys], dtype=np.float64)
+        return np.clip(last + step, low, high).astype(np.float32)
 
     # -- operator signals ------------------------------------------------------------------------------
 

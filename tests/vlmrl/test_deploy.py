@@ -1,5 +1,6 @@
 """vlmrl deploy end to end on the MuJoCo twin behind LeRobot's Robot API (the real-arm code path)."""
 
+import dataclasses
 import json
 
 import gymnasium as gym
@@ -10,6 +11,7 @@ from agents.config import SACConfig
 from agents.export import export_policy
 from agents.sac import SAC
 from robot.config import SO101_JOINT_KEYS, SO101_JOINT_LIMITS, ArmConfig, LeRobotEnvConfig, WatchdogConfig
+from sim.config import SimConfig
 from vlmrl import cli
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines import deploy
@@ -20,9 +22,19 @@ ACTIONS = gym.spaces.Box(
 )
 
 
-def export(tmp_path, obs_spec, name="policy.pt"):
-    sac = SAC(SACConfig(hidden_dims=(32, 32), pixel=SACConfig().pixel), obs_spec, ACTIONS)
-    return export_policy(sac, tmp_path / name)
+def export(tmp_path, obs_spec, name="policy.pt", run=None, actions=ACTIONS):
+    sac = SAC(SACConfig(hidden_dims=(32, 32), pixel=SACConfig().pixel), obs_spec, actions)
+    return export_policy(sac, tmp_path / name, run=run)
+
+
+JOINTS_AND_FRONT = {"pixels/front": ((48, 48, 3), np.dtype(np.uint8))} | {
+    k: ((1,), np.dtype(np.float32)) for k in SO101_JOINT_KEYS
+}
+
+
+def run_info(**overrides):
+    sim = SimConfig(task="reach", cameras=("front",), image_size=48, control_hz=20.0, action_mode="absolute")
+    return deploy.policy_run_info(dataclasses.replace(sim, **overrides), "robot")
 
 
 def config(tmp_path, policy, **overrides):
@@ -57,16 +69,92 @@ def test_deploy_runs_a_pixel_and_joint_policy_on_the_twin(tmp_path):
     assert json.loads((out / "config.json").read_text())["robot"]["type"] == "sim_so101"
 
 
-def test_a_policy_reading_privileged_sim_state_is_refused_with_one_line(tmp_path):
-    policy = export(tmp_path, {"state": ((24,), np.dtype(np.float32))})
+def test_a_policy_reading_privileged_sim_state_is_refused_with_the_reason(tmp_path):
+    policy = export(
+        tmp_path, {"state": ((24,), np.dtype(np.float32))}, run=run_info(cameras=()) | {"policy_obs": "state"}
+    )
     with pytest.raises(
-        ConfigError, match=r"reads 'state' as float32\[24\] but the robot env gives float32\[6\]"
+        ConfigError, match=r"privileged 'state' vector .*--policy-obs state.*train it with --policy-obs robot"
     ):
         deploy.main(config(tmp_path, policy))
+    assert not (tmp_path / "deploy").exists()  # refused before anything is written
+
+
+def test_deploy_takes_task_image_size_cameras_and_rate_from_the_policy_file(tmp_path, capsys):
+    policy = export(tmp_path, JOINTS_AND_FRONT, run=run_info())
+    cfg = deploy.Config(
+        policy=policy,
+        robot=ArmConfig(calibration_dir=str(tmp_path / "calib")),
+        env=LeRobotEnvConfig(
+            max_episode_steps=3,
+            reset_settle_steps=1,
+            keyboard_estop=False,
+            watchdog=WatchdogConfig(enabled=False),
+        ),
+        out_dir=tmp_path / "deploy",
+    )
+    assert (cfg.task, cfg.env.image_size, cfg.env.control_hz) == ("lift", 128, 30.0)  # deploy's defaults
+    assert deploy.main(cfg) == 0
+    written = json.loads((tmp_path / "deploy" / "config.json").read_text())
+    assert (
+        written["task"] == "reach"
+        and written["env"]["image_size"] == 48
+        and written["env"]["control_hz"] == 20.0
+    )
+    assert (
+        "on so101 'reach': observes robot (front, 48 px), absolute actions at 20 Hz"
+        in capsys.readouterr().out
+    )
+
+
+@pytest.mark.parametrize(
+    ("run", "overrides", "reason"),
+    [
+        ({}, {"task": "push"}, r"trained on task 'reach', not --task 'push'"),
+        ({"image_size": 64}, {}, r"trained on 64 px frames, not --env.image-size 48"),
+        (
+            {"control_hz": 10.0},
+            {},
+            r"acts at 10 Hz \(trained with --sim.control-hz 10\), not --twin-control-hz 20",
+        ),
+        ({"action_mode": "ee_delta"}, {}, r"outputs 'ee_delta' actions"),
+        ({"suite": "robosuite", "task": "Lift"}, {}, r"trained in 'robosuite'"),
+        (
+            {"camera_calibration": {"front": "cam_a"}},
+            {"robot": "real"},
+            r"trained through camera calibration",
+        ),
+    ],
+)
+def test_a_policy_that_cannot_run_as_asked_is_refused_with_the_reason(tmp_path, run, overrides, reason):
+    policy = export(tmp_path, JOINTS_AND_FRONT, run=run_info() | run)
+    cfg = config(tmp_path, policy)
+    if overrides.get("task"):
+        cfg = dataclasses.replace(cfg, task=overrides["task"])
+    if overrides.get("robot"):
+        cfg = dataclasses.replace(
+            cfg,
+            robot=dataclasses.replace(cfg.robot, type="so101_follower", port="/dev/null"),
+            env=dataclasses.replace(cfg.env, camera_calibration={"front": "cam_b"}),
+        )
+    with pytest.raises(ConfigError, match=reason):
+        deploy.main(cfg)
+
+
+def test_a_joint_delta_policy_moves_the_arm_by_its_scaled_deltas(tmp_path):
+    deltas = gym.spaces.Box(-1.0, 1.0, (6,), np.float32)
+    policy = export(tmp_path, JOINTS_AND_FRONT, run=run_info(action_mode="delta"), actions=deltas)
+    cfg = config(tmp_path, policy)
+    assert deploy.main(cfg) == 0
+    metrics = json.loads((tmp_path / "deploy" / "metrics.json").read_text())
+    assert metrics["episodes"][0]["steps"] == 8
+    # Deltas of at most 8 degrees (25 for the gripper) per step never trip the joint step limit (8 to 15);
+    # sent as absolute targets, values in [-1, 1] would (the arm starts tens of degrees away from 0).
+    assert "max_step" not in metrics["loop"]["safety_clips"]
 
 
 def test_cli_parses_robot_type_and_reports_a_missing_port_as_one_line(tmp_path, capsys):
-    policy = export(tmp_path, {"state": ((6,), np.dtype(np.float32))})
+    policy = export(tmp_path, {k: ((1,), np.dtype(np.float32)) for k in SO101_JOINT_KEYS})
     argv = [
         "deploy",
         "--policy",

@@ -7,18 +7,26 @@ The MuJoCo twin and a real arm take the same code path (``LeRobotEnv`` around a 
 
 Writes ``config.json``, ``metrics.json`` (per episode: return, success, steps, safety clips, overruns),
 ``safety.jsonl`` (every clipped command) and one video per episode into ``out_dir``.
+
+A policy file written by ``vlmrl train`` records how it was trained (``policy_run_info``: task, cameras
+and their calibration ids, image size, control rate, action mode). Deploy takes each of those it was not
+given (options left at their defaults) from the file and refuses a policy that cannot run as asked, with
+the reason: one that reads the simulator's privileged ``state``, another task, another image size or
+control rate, end-effector actions. Joint-delta policies (``--sim.action-mode delta``) run through
+``LeRobotEnv.delta_targets``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from robot.config import LeRobotEnvConfig
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines.common import RobotEnvConfig, check_policy_fits, make_robot_env, write_config
 
@@ -46,6 +54,122 @@ class Config(RobotEnvConfig):
     (100+ ms), which would overrun the first control periods."""
 
 
+PRIVILEGED_KEYS = ("state",)
+"""Observation keys only a simulator has (``state`` holds object poses): no robot provides them."""
+
+
+def policy_run_info(sim: Any, policy_obs: str, source: str = "vlmrl train") -> dict[str, Any]:
+    """What ``agents.export.export_policy(..., run=...)`` stores for a policy trained in ``sim`` (a SimConfig).
+
+    Plain JSON data: the suite, task, what the policy observes (``policy_obs``, cameras, their calibration
+    ids and crop, image size), the control rate and the action mode with its scales.
+    """
+    return {
+        "source": source,
+        "suite": sim.suite,
+        "task": sim.task,
+        "policy_obs": policy_obs,
+        "cameras": list(sim.cameras),
+        "image_size": sim.image_size,
+        "camera_calibration": dict(sim.camera_calibration),
+        "calibration_robot_id": sim.calibration_robot_id,
+        "camera_crop": sim.camera_crop,
+        "control_hz": sim.control_hz,
+        "action_mode": sim.action_mode,
+        "max_delta_deg": sim.max_delta_deg,
+        "max_delta_gripper": sim.max_delta_gripper,
+    }
+
+
+def refuse_privileged(obs_spec: dict[str, Any], run: dict[str, Any], source: str) -> None:
+    """ConfigError when the policy reads observations only a simulator has."""
+    privileged = [k for k in PRIVILEGED_KEYS if k in obs_spec]
+    if privileged:
+        trained = f" (trained with --policy-obs {run['policy_obs']})" if run.get("policy_obs") else ""
+        raise ConfigError(
+            f"{source} reads the simulator's privileged {privileged[0]!r} vector (object poses){trained}, which "
+            "no robot provides: train it with --policy-obs robot (joint keys and cameras) to deploy it"
+        )
+
+
+def fit_to_policy(cfg: Config, run: dict[str, Any], reads_pixels: bool) -> Config:
+    """``cfg`` with the policy's task, cameras, image size and control rate where ``cfg`` left them at their
+    defaults; ConfigError naming the option when ``cfg`` asks for something else than the policy was
+    trained with (or for a policy deploy cannot run at all)."""
+    source = f"policy {cfg.policy}"
+    if not run:
+        return cfg
+    if run.get("suite", "so101") != "so101":
+        raise ConfigError(
+            f"{source} was trained in {run['suite']!r} ({run.get('task')}); deploy drives SO-101 arms (--sim.suite so101)"
+        )
+    mode = run.get("action_mode", "absolute")
+    if mode not in ("absolute", "delta"):
+        raise ConfigError(
+            f"{source} outputs {mode!r} actions (tool-centre-point moves), which deploy cannot send to an arm yet: "
+            "train with --sim.action-mode absolute or delta"
+        )
+    defaults, env_defaults = Config(policy=cfg.policy), LeRobotEnvConfig()
+    changes: dict[str, Any] = {}
+    env_changes: dict[str, Any] = {}
+    task = run.get("task")
+    if task is not None and cfg.task != task:
+        if cfg.task != defaults.task:
+            raise ConfigError(
+                f"{source} was trained on task {task!r}, not --task {cfg.task!r} (leave --task out to use the policy's)"
+            )
+        changes["task"] = task
+    cameras = tuple(run.get("cameras", ()))
+    if reads_pixels and cfg.robot.cameras == defaults.robot.cameras and cfg.robot.cameras != cameras:
+        changes["robot"] = replace(cfg.robot, cameras=cameras)
+    size = run.get("image_size")
+    if reads_pixels and size is not None and cfg.env.image_size != size:
+        if cfg.env.image_size != env_defaults.image_size:
+            raise ConfigError(
+                f"{source} was trained on {size} px frames, not --env.image-size {cfg.env.image_size} "
+                "(leave it out to use the policy's)"
+            )
+        env_changes["image_size"] = size
+    calibration = dict(run.get("camera_calibration") or {})
+    if reads_pixels and calibration:
+        given = cfg.env.camera_calibration
+        wrong = {k: v for k, v in given.items() if k in calibration and calibration[k] != v}
+        if wrong:
+            raise ConfigError(
+                f"{source} was trained through camera calibration {calibration}, not --env.camera-calibration "
+                f"{given}: its frames would look different"
+            )
+        if not given and cfg.robot.type != "sim_so101":  # the twin renders its own cameras
+            env_changes["camera_calibration"] = calibration
+    hz = run.get("control_hz")
+    if hz is not None:
+        twin = cfg.robot.type == "sim_so101" and cfg.twin_control_hz is not None
+        effective = cfg.twin_control_hz if twin else cfg.env.control_hz
+        if effective != hz:
+            if twin or cfg.env.control_hz != env_defaults.control_hz:
+                option = "--twin-control-hz" if twin else "--env.control-hz"
+                raise ConfigError(
+                    f"{source} acts at {hz:g} Hz (trained with --sim.control-hz {hz:g}), not {option} {effective:g}: "
+                    "each action would move the arm for another time (leave it out to use the policy's)"
+                )
+            env_changes["control_hz"] = float(hz)
+    if env_changes:
+        changes["env"] = replace(cfg.env, **env_changes)
+    return replace(cfg, **changes) if changes else cfg
+
+
+def describe_run(run: dict[str, Any]) -> str:
+    """One line of how a policy was trained, for the terminal."""
+    if not run:
+        return "policy file without training settings (written before they were recorded): deploy's options apply"
+    cameras = ", ".join(run.get("cameras", ())) or "no cameras"
+    return (
+        f"policy trained by {run.get('source', '?')} on {run.get('suite')} {run.get('task')!r}: observes "
+        f"{run.get('policy_obs')} ({cameras}, {run.get('image_size')} px), {run.get('action_mode')} actions at "
+        f"{run.get('control_hz'):g} Hz"
+    )
+
+
 def warm_up(policy: Any, calls: int) -> None:
     """Run the policy ``calls`` times on zeros of its observation spec."""
     dummy = {k: np.zeros(shape, dtype) for k, (shape, dtype) in policy.obs_spec.items()}
@@ -67,6 +191,12 @@ def main(cfg: Config) -> int:
 
     torch.set_num_threads(cfg.torch_threads)
     policy = load_policy(cfg.policy)
+    refuse_privileged(policy.obs_spec, policy.run, f"policy {cfg.policy}")
+    cfg = fit_to_policy(cfg, policy.run, any(k.startswith("pixels/") for k in policy.obs_spec))
+    print(f"deploy: {describe_run(policy.run)}")
+    delta_scale = None
+    if policy.run.get("action_mode") == "delta":
+        delta_scale = [float(policy.run["max_delta_deg"])] * 5 + [float(policy.run["max_delta_gripper"])]
     warm_up(policy, cfg.warmup_calls)
     write_config(cfg, cfg.out_dir)
     env = make_robot_env(cfg, cfg.out_dir)
@@ -90,6 +220,8 @@ def main(cfg: Config) -> int:
                 if not np.all(np.isfinite(action)):
                     held += 1  # the policy misbehaved: keep the last safe command
                     action = np.asarray(list((env.safety.last_command or env.measured).values()), np.float32)
+                elif delta_scale is not None:
+                    action = env.delta_targets(action, delta_scale)
                 obs, reward, terminated, truncated, info = env.step(action)
                 total += float(reward)
                 steps += 1
