@@ -120,3 +120,86 @@ def test_bad_inputs_are_one_line_errors(tmp_path, capsys):
         score.main(score.Config(episodes=tmp_path / "nope"))
     assert cli.main(["score", str(tmp_path)]) == 1
     assert "neither a vlmrl zarr store" in capsys.readouterr().err
+
+
+def make_sharded_store(path, lengths=(5, 5, 5)):
+    """Episodes of 6 rows each in 4-frame shards: rows 0..5, 6..11, 12..17 -> shard 1 holds rows 4..7."""
+    buf = make_buffer(
+        BufferConfig(storage="zarr", capacity_steps=64, frames_per_shard=4),
+        OBS,
+        6,
+        ("success", "progress"),
+        path=str(path),
+    )
+    for t in lengths:
+        progress = np.linspace(0, 1, t + 1).astype(np.float32)
+        buf.add_episode(
+            obs={
+                "state": np.zeros((t + 1, 6), np.float32),
+                "pixels/front": np.full((t + 1, 24, 24, 3), 90, np.uint8),
+            },
+            action=np.zeros((t, 6), np.float32),
+            reward=np.zeros(t, np.float32),
+            terminated=np.eye(1, t, t - 1, dtype=bool)[0],
+            truncated=np.zeros(t, bool),
+            info={"success": (progress >= 1).astype(np.float32), "progress": progress},
+        )
+    buf.close()
+    zarr.open_group(str(path), mode="a").attrs["vlmrl_record"] = {"task_description": "Pick up the red cube."}
+
+
+def test_a_missing_frame_shard_fails_naming_the_episodes_and_skip_corrupt_scores_the_rest(tmp_path, capsys):
+    """Issue 15 item 2: a deleted pixels/<cam> shard used to score black frames and exit 0."""
+    store = tmp_path / "episodes.zarr"
+    make_sharded_store(store)
+    (store / "pixels" / "front" / "c" / "1" / "0" / "0" / "0").unlink()  # rows 4..7: episodes 0 and 1
+    report = tmp_path / "report"
+    assert cli.main(["score", str(store), "--out-dir", str(report), "--clip-length", "2"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "2 episode(s) damaged [0, 1]" in err and "--skip-corrupt" in err
+    assert "shard file" in err and "is missing" in err
+    assert not report.exists()  # refused before the report directory was written
+
+    assert (
+        cli.main(["score", str(store), "--out-dir", str(report), "--clip-length", "2", "--skip-corrupt"]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "2 episode(s) skipped [0, 1]" in out
+    summary = json.loads((report / "summary.json").read_text())
+    assert [r["episode"] for r in summary["episodes"]] == [2]
+    assert set(summary["skipped"]) == {"0", "1"} and "is missing" in summary["skipped"]["0"]
+    assert "Skipped: 2 damaged episode(s)" in (report / "summary.md").read_text()
+
+
+def test_a_corrupt_frame_found_while_scoring_is_skipped_with_skip_corrupt(tmp_path, capsys):
+    store = tmp_path / "episodes.zarr"
+    make_sharded_store(store)
+    shard = store / "pixels" / "front" / "c" / "3" / "0" / "0" / "0"  # rows 12..15: episode 2
+    data = bytearray(shard.read_bytes())
+    data[-10] ^= 0xFF  # inside a frame: structure intact, checksum wrong
+    shard.write_bytes(bytes(data))
+    cfg = score.Config(episodes=store, scorer=OracleConfig(), clip_length=2, out_dir=tmp_path / "r")
+    with pytest.raises(Exception, match=r"episode 2, step \d\) is corrupt"):
+        score.main(cfg)
+    assert score.main(score.Config(**{**cfg.__dict__, "skip_corrupt": True})) == 0
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert [r["episode"] for r in summary["episodes"]] == [0, 1] and list(summary["skipped"]) == ["2"]
+    assert "score: skipped episode 2" in capsys.readouterr().out
+
+
+def test_a_failed_score_leaves_the_previous_report_untouched(tmp_path):
+    """Issue 15 item 6: a command failing on bad input used to overwrite the last run's config.json."""
+    store = tmp_path / "episodes.zarr"
+    make_store(store)
+    report = tmp_path / "report"
+    assert score.main(score.Config(episodes=store, scorer=OracleConfig(), clip_length=3, out_dir=report)) == 0
+    before = {p.name: p.read_bytes() for p in report.iterdir()}
+    bad = tmp_path / "cal.json"
+    bad.write_text("{not json")
+    with pytest.raises(Exception, match=r"cal\.json"):
+        score.main(
+            score.Config(
+                episodes=store, scorer=OracleConfig(), clip_length=4, out_dir=report, score_calibration=bad
+            )
+        )
+    assert {p.name: p.read_bytes() for p in report.iterdir()} == before

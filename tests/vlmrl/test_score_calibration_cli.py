@@ -74,7 +74,8 @@ def labels_of(store):
         clips_of: dict = {}
         for ref in source.buffer.new_clips():
             clips_of.setdefault(ref.episode, []).append(ref)
-        return score.episode_labels(source, clips_of)
+        labels = score.episode_labels(source, clips_of, source.episodes())
+        return np.concatenate(list(labels.values()))
     finally:
         source.close()
 
@@ -186,3 +187,23 @@ def test_fitting_and_applying_at_once_is_refused(tmp_path):
                 fit_score_calibration=tmp_path / "b.json",
             )
         )
+
+
+def test_a_calibration_that_makes_ece_worse_is_applied_with_a_warning(tmp_path, capsys):
+    """Issue 15 item 7: a calibration whose ECE after fitting exceeds its ECE before was applied silently."""
+    from vlm import make_prompt
+
+    store = synthetic_store(tmp_path / "episodes.zarr", ("success", "progress"), (True, False))
+    fields = dict(
+        scorer_id="oracle", prompt_hash=prompt_hash(make_prompt("Reach the ball.")), temperature=2.0
+    )
+    figures = dict(threshold=0.5, auc=0.8, accuracy=0.8, n_clips=30)
+    worse = ScoreCalibration(**fields, **figures, ece=0.3, ece_before=0.1).save(tmp_path / "worse.json")
+    better = ScoreCalibration(**fields, **figures, ece=0.1, ece_before=0.3).save(tmp_path / "better.json")
+    for path, warned in ((worse, True), (better, False)):
+        cfg = score.Config(episodes=store, clip_length=1, clip_stride=6, score_calibration=path)
+        assert score.main(cfg) == 0
+        out = capsys.readouterr().out
+        assert (
+            "makes the expected calibration error worse on its own clips (0.100 -> 0.300)" in out
+        ) is warned

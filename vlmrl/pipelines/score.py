@@ -31,6 +31,8 @@ from typing import Annotated, Any
 import numpy as np
 import tyro
 
+from buffer.errors import BufferError
+from buffer.storage.integrity import describe_skipped
 from vlm.config import AuxRewardConfig, CLIPConfig, HFConfig, OpenAIConfig, OracleConfig
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines.common import write_config
@@ -72,6 +74,10 @@ class Config:
     fit_score_calibration: Path | None = None
     """Fit a score calibration on the raw scores of the clips, labelled by the episodes' ``success`` info
     (see ``clip_labels``), and write it here as JSON; its figures before and after go into the report."""
+    skip_corrupt: bool = False
+    """Score the intact episodes of a store with damaged ones (a missing or corrupt chunk/shard file)
+    and list the skipped episodes on the terminal and in the report; without it the first damaged
+    episode stops the run, naming it."""
 
 
 class EpisodeSource:
@@ -124,9 +130,15 @@ class EpisodeSource:
             clip_stride=cfg.clip_stride,
             clip_camera=f"pixels/{self.camera}",
         )
-        self.buffer = make_buffer(
-            buf_cfg, obs_spec, action_dim, info_keys, path=str(path) if storage == "zarr" else None
-        )
+        if storage == "zarr":  # damaged episodes are named (self.damaged), not fatal, when opening
+            from buffer.io import open_recorded
+            from buffer.storage.integrity import known_damage
+
+            self.buffer = open_recorded(buf_cfg, obs_spec, action_dim, info_keys, str(path))
+            self.damaged = known_damage(self.buffer.storage)
+        else:
+            self.buffer = make_buffer(buf_cfg, obs_spec, action_dim, info_keys)
+            self.damaged = {}
         if self.is_lerobot:
             import_lerobot(path, self.buffer)
         self.task = str(attrs.get("task_description", ""))
@@ -221,11 +233,16 @@ def main(cfg: Config) -> int:
     source = EpisodeSource(cfg.episodes, cfg)
     out_dir = cfg.out_dir or cfg.episodes.parent / f"{cfg.episodes.name}-report"
     rows = []
-    raw_scores: list[np.ndarray] = []
+    raw_scores: dict[int, np.ndarray] = {}
     try:
-        episodes = source.episodes()
+        skipped = dict(source.damaged)  # episode -> why it is not scored
+        if skipped and not cfg.skip_corrupt:
+            raise ConfigError(
+                f"{cfg.episodes}: {describe_skipped(skipped, 'damaged')}; --skip-corrupt scores the others"
+            )
+        episodes = [e for e in source.episodes() if e not in skipped]
         if not episodes:
-            raise ConfigError(f"{cfg.episodes}: no episodes")
+            raise ConfigError(f"{cfg.episodes}: no episodes" + (" left intact" if skipped else ""))
         goal = cfg.prompt or source.task
         if not goal:
             raise ConfigError(f"{cfg.episodes}: no task sentence stored; pass --prompt")
@@ -234,29 +251,38 @@ def main(cfg: Config) -> int:
         for ref in source.buffer.new_clips():
             clips_of.setdefault(ref.episode, []).append(ref)
         # Labels first: data that cannot be calibrated fails before the (slow) scoring.
-        labels = episode_labels(source, clips_of) if cfg.fit_score_calibration else None
-        write_config(cfg, out_dir)
+        labels = episode_labels(source, clips_of, episodes) if cfg.fit_score_calibration else None
         scorer = make_scorer(cfg.scorer)
         try:
             if cfg.score_calibration:
                 scorer = apply_calibration(scorer, cfg.score_calibration, prompt)
+                warn_if_calibration_hurts(scorer.calibration, cfg.score_calibration)
+            # Inputs are valid: only now is the report directory (and its config.json) written.
+            write_config(cfg, out_dir)
             for episode in episodes:
                 start, end = source.buffer.episode_rows(episode)
                 n_rows = end - start
-                frames = source.buffer.storage.read(f"pixels/{source.camera}", np.arange(start, end))
-                info = {
-                    k: source.buffer.storage.read(f"info/{k}", np.arange(start, end))
-                    for k in source.buffer.info_keys
-                }
                 clips = clips_of.get(episode, [])
-                batch = [Clip(*source.buffer.read_clip(c)) for c in clips]
+                try:  # every read of the episode first: damage found here skips it before any write
+                    frames = source.buffer.storage.read(f"pixels/{source.camera}", np.arange(start, end))
+                    info = {
+                        k: source.buffer.storage.read(f"info/{k}", np.arange(start, end))
+                        for k in source.buffer.info_keys
+                    }
+                    batch = [Clip(*source.buffer.read_clip(c)) for c in clips]
+                    terminated = bool(source.buffer.storage.read("terminated", np.array([end - 2]))[0])
+                except BufferError as exc:
+                    if not cfg.skip_corrupt:
+                        raise
+                    skipped[episode] = str(exc)
+                    print(f"score: skipped episode {episode}: {exc}")
+                    continue
                 scores = scorer.score(batch, prompt) if batch else np.zeros(0, np.float32)
-                raw_scores.append(scores)
+                raw_scores[episode] = scores
                 n_transitions = n_rows - 1
                 last_steps = np.array(
                     [min(c.start + (c.length - 1) * c.stride, n_transitions) for c in clips]
                 )
-                terminated = bool(source.buffer.storage.read("terminated", np.array([end - 2]))[0])
                 aux = aux_rewards(cfg.aux, n_transitions, last_steps, scores, terminated=terminated)
                 where = source.write(episode, [c.clip_id for c in clips], scores, aux, scorer.scorer_id)
                 curve = step_scores(n_rows, clips, scores)
@@ -283,11 +309,20 @@ def main(cfg: Config) -> int:
         source.close()
     calibration = None
     if cfg.fit_score_calibration and labels is not None:
+        scored = list(raw_scores)
+        fit_labels = np.concatenate([labels[e] for e in scored])
+        check_both_classes(fit_labels, source.path)
         calibration = fit_score_calibration(
-            cfg.fit_score_calibration, np.concatenate(raw_scores), labels, scorer.scorer_id, prompt
+            cfg.fit_score_calibration,
+            np.concatenate([raw_scores[e] for e in scored]),
+            fit_labels,
+            scorer.scorer_id,
+            prompt,
         )
-    write_summary(out_dir, rows, scorer.scorer_id, prompt, calibration)
+    write_summary(out_dir, rows, scorer.scorer_id, prompt, calibration, skipped)
     print(f"score: {len(rows)} episode(s) scored by {scorer.scorer_id} -> {out_dir / 'summary.md'}")
+    if skipped:
+        print(f"score: {describe_skipped(skipped)}")
     return 0
 
 
@@ -305,27 +340,47 @@ def clip_labels(success: np.ndarray, clips: list[Any]) -> np.ndarray:
     return np.array([reached[min(c.start + c.length * c.stride, last_row)] for c in clips], bool)
 
 
-def episode_labels(source: EpisodeSource, clips_of: dict[int, list[Any]]) -> np.ndarray:
-    """Labels of every clip in episode order (``clip_labels``); one-line ConfigError when the episodes
+def episode_labels(
+    source: EpisodeSource, clips_of: dict[int, list[Any]], episodes: list[int]
+) -> dict[int, np.ndarray]:
+    """Labels of the clips of each episode (``clip_labels``); one-line ConfigError when the episodes
     store no success info or their clips are all of one class."""
     if "success" not in source.buffer.info_keys:
         raise ConfigError(
             f"--fit-score-calibration: {source.path} stores no per-step success info to label clips with "
             "(vlmrl record writes info/success; a LeRobotDataset needs an info.success or next.success column)"
         )
-    labels = []
-    for episode in source.episodes():
+    labels = {}
+    for episode in episodes:
         start, end = source.buffer.episode_rows(episode)
         success = source.buffer.storage.read("info/success", np.arange(start, end))
-        labels.append(clip_labels(success, clips_of.get(episode, [])))
-    flat = np.concatenate(labels) if labels else np.zeros(0, bool)
+        labels[episode] = clip_labels(success, clips_of.get(episode, []))
+    check_both_classes(np.concatenate(list(labels.values())) if labels else np.zeros(0, bool), source.path)
+    return labels
+
+
+def check_both_classes(flat: np.ndarray, path: Path) -> None:
+    """One-line ConfigError unless the clip labels hold both successes and failures."""
     if flat.all() or not flat.any():
         missing, have = ("failed", "success") if flat.all() else ("successful", "failure")
         raise ConfigError(
-            f"--fit-score-calibration: all {len(flat)} clips of {source.path} are labelled {have} by its "
+            f"--fit-score-calibration: all {len(flat)} clips of {path} are labelled {have} by its "
             f"success info; calibration needs {missing} clips too (record {missing} episodes as well)"
         )
-    return flat
+
+
+def warn_if_calibration_hurts(calibration: Any, path: Path) -> bool:
+    """Print a warning when a calibration made the expected calibration error worse on the clips it was
+    fitted on (a temperature fit minimises log loss, not ECE, so this happens with few or odd clips);
+    returns whether it warned."""
+    if not calibration.ece > calibration.ece_before:
+        return False
+    print(
+        f"score: warning: {path} makes the expected calibration error worse on its own clips "
+        f"({calibration.ece_before:.3f} -> {calibration.ece:.3f}); the calibrated scores may be less "
+        "reliable than the raw ones (fit on more, or more varied, episodes)"
+    )
+    return True
 
 
 def fit_score_calibration(
@@ -338,6 +393,7 @@ def fit_score_calibration(
 
     cal = fit_calibration(scores, labels, scorer_id=scorer_id, prompt_hash=prompt_hash(prompt))
     cal.save(path)
+    warn_if_calibration_hurts(cal, path)
     figures = {
         "file": str(path),
         "clips": cal.n_clips,
@@ -406,12 +462,15 @@ def write_summary(
     scorer_id: str,
     prompt: str,
     calibration: dict[str, Any] | None = None,
+    skipped: dict[int, str] | None = None,
 ) -> None:
-    """summary.json, summary.md (a table, and the fitted calibration's figures) and index.html (the
-    table with the videos)."""
+    """summary.json, summary.md (a table, the damaged episodes skipped, and the fitted calibration's
+    figures) and index.html (the table with the videos)."""
     summary: dict[str, Any] = {"scorer_id": scorer_id, "prompt": prompt, "episodes": rows}
     if calibration is not None:
         summary["calibration"] = calibration
+    if skipped:
+        summary["skipped"] = {str(e): why for e, why in sorted(skipped.items())}
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     cols = ["episode", "steps", "clips", "mean_score", "final_score", "aux_return", "success", "video"]
 
@@ -432,6 +491,9 @@ def write_summary(
             "",
             f"Mean score over {len(rows)} episode(s): {np.mean([r['mean_score'] for r in rows]):.3f}",
         ]
+    if skipped:
+        lines += ["", f"## Skipped: {len(skipped)} damaged episode(s)", ""]
+        lines += [f"- episode {e}: {why}" for e, why in sorted(skipped.items())]
     if calibration is not None:
         c = calibration
         lines += [
