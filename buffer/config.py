@@ -78,6 +78,22 @@ SamplerConfig = UniformSamplerConfig | PERSamplerConfig | VLMMixSamplerConfig | 
 
 
 @dataclass(frozen=True, kw_only=True)
+class PriorMixSamplerConfig:
+    """RLPD-style mixing: a fixed share of each batch from prior data (demonstrations, a recorded store,
+    an earlier run's buffer), the rest from online data, each part drawn by its own sampler."""
+
+    kind: Literal["prior_mix"] = "prior_mix"
+    """Sampler name (fixed)."""
+    prior_share: float = 0.5
+    """Share of each batch drawn from the prior data (RLPD's symmetric sampling: 0.5); while one part is
+    empty the whole batch comes from the other."""
+    online: SamplerConfig = field(default_factory=UniformSamplerConfig)
+    """How the online part is drawn (any replay mode)."""
+    prior: SamplerConfig = field(default_factory=UniformSamplerConfig)
+    """How the prior part is drawn."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class BufferConfig:
     """A replay buffer: where transitions live, how they are sampled, what a batch holds."""
 
@@ -85,7 +101,7 @@ class BufferConfig:
     """`memory`: numpy ring in RAM; `zarr`: zarr v3 store at `path` (local directory or fsspec URL)."""
     capacity_steps: int = 100_000
     """Rows kept (one per transition plus one final observation per episode); oldest episodes go first."""
-    sampler: SamplerConfig = field(default_factory=UniformSamplerConfig)
+    sampler: SamplerConfig | PriorMixSamplerConfig = field(default_factory=UniformSamplerConfig)
     """How transitions are drawn."""
     frame_cache_bytes: int = 256 * 2**20
     """RAM budget of the zarr frame cache in bytes (decoded frames, least recently used dropped)."""

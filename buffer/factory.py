@@ -9,6 +9,7 @@ import numpy as np
 from buffer.config import (
     BufferConfig,
     PERSamplerConfig,
+    PriorMixSamplerConfig,
     SamplerConfig,
     UniformSamplerConfig,
     VLMMixSamplerConfig,
@@ -61,15 +62,24 @@ def _vlm_td(cfg: VLMTDSamplerConfig, capacity: int) -> Sampler:
     )
 
 
+def _prior_mix(cfg: PriorMixSamplerConfig, capacity: int) -> Sampler:
+    from buffer.samplers.prior_mix import PriorMixSampler
+
+    return PriorMixSampler(
+        capacity, make_sampler(cfg.online, capacity), make_sampler(cfg.prior, capacity), cfg.prior_share
+    )
+
+
 SAMPLERS: dict[str, Callable[..., Sampler]] = {
     "uniform": _uniform,
     "per": _per,
     "vlm_mix": _vlm_mix,
     "vlm_td": _vlm_td,
+    "prior_mix": _prior_mix,
 }
 
 
-def make_sampler(cfg: SamplerConfig, capacity: int) -> Sampler:
+def make_sampler(cfg: SamplerConfig | PriorMixSamplerConfig, capacity: int) -> Sampler:
     """The sampler a config names, over `capacity` ring positions."""
     if cfg.kind not in SAMPLERS:
         raise BufferError(f"unknown sampler {cfg.kind!r} (choose from {sorted(SAMPLERS)})")
@@ -108,7 +118,9 @@ def make_storage(
         if path is None:
             raise BufferError("storage 'zarr' needs a path (a directory or an fsspec URL)")
         from buffer.storage.zarr_store import ZarrStorage
+        from buffer.zarr_loop import settle_at_exit
 
+        settle_at_exit()  # a failed read leaves zarr tasks running: let them finish before exit, quietly
         return ZarrStorage.open_or_create(
             path,
             specs,
