@@ -23,6 +23,10 @@ VERBS: dict[str, tuple[str, str]] = {
     "serve": ("vlmrl.pipelines.serve", "serve a local VLM behind an OpenAI-compatible API plus /v1/score"),
     "calibrate": ("vlmrl.pipelines.calibrate", "calibrate cameras, hand-eye, and match the sim camera"),
     "bench": ("vlmrl.pipelines.bench", "run the benchmarks and print their ratios"),
+    "reward-program": (
+        "vlmrl.pipelines.reward_program",
+        "generate (with a VLM) and verify Code-as-Reward programs for the twin",
+    ),
 }
 
 

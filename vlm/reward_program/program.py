@@ -165,7 +165,9 @@ read only the fields of `obs` listed above; no imports, no other attributes or m
 np.max(x), not x.max()), no while loops, no comprehensions, no names starting with an underscore.
 Later sub-tasks must imply the earlier ones still hold where that makes sense (a lifted cube is grasped)."""
 
-_HEADER = re.compile(r"^\W*SUBTASK\s+(\d+)\s*[:.)-]\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+_HEADER = re.compile(
+    r"^[^\w\n]*SUBTASK[ \t]+(\d+)[ \t]*[:.)-][ \t]*(.+?)[ \t]*$", re.IGNORECASE | re.MULTILINE
+)
 _CODE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
@@ -187,7 +189,7 @@ def parse_answer(answer: str) -> tuple[Subtask, ...]:
             raise ProgramFileError(
                 f"the model's answer has no ```python block under SUBTASK {header.group(1)}"
             )
-        title = header.group(2)
+        title = header.group(2).strip("*_ ")
         name, _, description = title.partition(" - ")
         name = re.sub(r"[^A-Za-z0-9_]+", "_", name.strip()).strip("_")[:40] or f"subtask_{i + 1}"
         subtasks.append(Subtask(name, description.strip() or title, code.group(1).strip() + "\n"))
