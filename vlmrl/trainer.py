@@ -14,6 +14,7 @@ import dataclasses
 import json
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +51,31 @@ DEMO_SEED_OFFSET = 90_000
 
 
 class Trainer:
-    """Owns the envs, agent, buffer and scoring link of one run directory."""
+    """Owns the envs, agent, buffer and scoring link of one run directory.
 
-    def __init__(self, cfg: TrainConfig, run_dir: Path, checkpoint: dict[str, Any] | None = None) -> None:
+    Args:
+        cfg: the run's config.
+        run_dir: its directory.
+        checkpoint: the state to resume from (``load_checkpoint``); None for a new run.
+        scorer: any ``vlm.Scorer`` to judge clips instead of the one ``cfg.scorer`` builds (the Python API:
+            a custom scorer; a resume must pass it again). Closed at the end of the run.
+        env_factory: builds the training and evaluation envs from ``cfg.sim`` instead of ``sim.make_env``
+            (the Python API: a custom env meeting the Env contract; a resume must pass it again).
+    """
+
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        run_dir: Path,
+        checkpoint: dict[str, Any] | None = None,
+        scorer: Scorer | None = None,
+        env_factory: Callable[[Any], Any] | None = None,
+    ) -> None:
         check_config(cfg, new_run=checkpoint is None)
         self.cfg, self.run_dir = cfg, run_dir
-        self.env = make_env(cfg.sim)
-        self.eval_env = make_env(cfg.sim)
+        make = env_factory or make_env
+        self.env = make(cfg.sim)
+        self.eval_env = make(cfg.sim)
         spec = env_spec(self.env)
         if not isinstance(self.env.action_space, gym.spaces.Box):
             raise ConfigError(f"SAC needs a Box action space, the env has {self.env.action_space}")
@@ -76,8 +95,10 @@ class Trainer:
         if cameras:
             from vlm import make_scorer, scorer_prompt
 
-            scorer = make_scorer(cfg.scorer)  # fails fast, one line, if the VLM cannot be reached
-            self.prompt = cfg.prompt or scorer_prompt(spec.task_description, cfg.scorer.kind)
+            kind = cfg.scorer.kind if scorer is None else getattr(scorer, "kind", "custom")
+            if scorer is None:
+                scorer = make_scorer(cfg.scorer)  # fails fast, one line, if the VLM cannot be reached
+            self.prompt = cfg.prompt or scorer_prompt(spec.task_description, kind)
             if cfg.score_calibration:
                 scorer = self._calibrated(scorer, resuming=checkpoint is not None)
             self.scorer_id = scorer.scorer_id
@@ -86,6 +107,7 @@ class Trainer:
             {k: full_spec[k] for k in self.stored_keys}, spec.action_shape[0], checkpoint
         )
         if cameras:
+            assert scorer is not None
             aux = aux_reward_for(cfg.aux_reward, cfg.aux_reward_weight, self.buffer_cfg.gamma)
             self.link = ScoringLink(self.buffer, scorer, self.prompt, cfg.worker, aux, sync=cfg.sync_scoring)
         self.state = LoopState(
@@ -126,10 +148,12 @@ class Trainer:
         return calibrated
 
     @classmethod
-    def create(cls, cfg: TrainConfig) -> Trainer:
+    def create(
+        cls, cfg: TrainConfig, scorer: Scorer | None = None, env_factory: Callable[[Any], Any] | None = None
+    ) -> Trainer:
         """A new run; refuses a directory that already holds a checkpoint (use --resume)."""
         check_config(cfg)
-        if cfg.sim.cameras:
+        if cfg.sim.cameras and scorer is None:
             from vlm import check_reachable
 
             check_reachable(cfg.scorer)  # before anything is written
@@ -143,7 +167,7 @@ class Trainer:
         cfg = dataclasses.replace(cfg, run_dir=str(run_dir))
         (run_dir / "config.json").write_text(json.dumps(resolved_dict(cfg), indent=2, default=str))
         try:
-            trainer = cls(cfg, run_dir)
+            trainer = cls(cfg, run_dir, scorer=scorer, env_factory=env_factory)
         except BaseException:
             if created:  # a bad env/scorer/buffer setting leaves nothing behind
                 shutil.rmtree(run_dir, ignore_errors=True)
@@ -173,10 +197,12 @@ class Trainer:
             )
 
     @classmethod
-    def resume(cls, run_dir: Path) -> Trainer:
-        """Continue a run from its checkpoint with its saved config."""
+    def resume(
+        cls, run_dir: Path, scorer: Scorer | None = None, env_factory: Callable[[Any], Any] | None = None
+    ) -> Trainer:
+        """Continue a run from its checkpoint with its saved config (and the scorer/env factory it ran with)."""
         checkpoint = load_checkpoint(run_dir)
-        trainer = cls(checkpoint["config"], run_dir, checkpoint)
+        trainer = cls(checkpoint["config"], run_dir, checkpoint, scorer=scorer, env_factory=env_factory)
         trainer._check_cameras()
         return trainer
 
