@@ -86,6 +86,7 @@ class EpisodeSource:
 
     def __init__(self, path: Path, cfg: Config) -> None:
         from buffer import BufferConfig, make_buffer
+        from buffer.metadata import is_zarr_store, read_store_metadata
 
         self.path = path
         self.is_lerobot = (path / "meta" / "info.json").is_file()
@@ -98,21 +99,15 @@ class EpisodeSource:
             capacity = int(reader.info.get("total_frames", 0)) + 16
             attrs: dict[str, Any]
             storage, attrs = "memory", {"task_description": lerobot_task(path), "control_hz": reader.fps}
-        elif (path / "zarr.json").is_file():
-            import zarr
-
-            group: Any = zarr.open_group(str(path), mode="r")
-            meta: Any = group.attrs.get("vlmrl_buffer")
-            if meta is None:
-                raise ConfigError(f"{path}: a zarr group that is not a vlmrl episode store")
-            env = meta["env"]
-            obs_spec = {k: (tuple(shape), np.dtype(dt)) for k, (shape, dt) in env["obs_spec"].items()}
-            action_dim, info_keys, capacity = (
-                int(env["action_dim"]),
-                tuple(env["info_keys"]),
-                int(meta["capacity"]),
+        elif is_zarr_store(path):
+            meta = read_store_metadata(path)  # one-line BufferError for malformed metadata
+            obs_spec, action_dim, info_keys, capacity = (
+                meta.obs_spec,
+                meta.action_dim,
+                meta.info_keys,
+                meta.capacity,
             )
-            storage, attrs = "zarr", dict(group.attrs.get("vlmrl_record") or {})
+            storage, attrs = "zarr", meta.record
         else:
             raise ConfigError(
                 f"EPISODES {path}: neither a vlmrl zarr store (zarr.json) nor a LeRobotDataset (meta/info.json)"
