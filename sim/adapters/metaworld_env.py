@@ -64,6 +64,7 @@ class MetaWorldEnv(gymnasium.Env):
         self._env = benchmark.train_classes[cfg.task]()
         self._env.max_path_length = self.max_episode_steps + 1
         self._env.set_task(self._tasks[0])
+        self.metadata = {**self.metadata, "render_fps": self._env.metadata.get("render_fps", 80)}
         self._renderer: FrameRenderer | None = None
         if cfg.cameras:
             self._env.model.vis.global_.offwidth = max(self._env.model.vis.global_.offwidth, cfg.image_size)

@@ -56,6 +56,7 @@ class RobosuiteEnv(gymnasium.Env):
         import robosuite  # slow (seconds): only when a robosuite env is asked for
 
         self.cfg = cfg
+        self.metadata = {**self.metadata, "render_fps": cfg.control_hz}
         self.task_description = TASK_DESCRIPTIONS[cfg.task]
         self.max_episode_steps = cfg.max_episode_steps or DEFAULT_MAX_EPISODE_STEPS
         render = bool(cfg.cameras)

@@ -33,6 +33,7 @@ def robosuite_lift() -> Iterator:
 def test_robosuite_lift_keeps_the_contract(robosuite_lift) -> None:
     spec = check_env(robosuite_lift, n_steps=3)
     assert spec.cameras == ("agentview",) and spec.action_shape == (7,)
+    assert robosuite_lift.metadata["render_fps"] == 20.0  # the control rate (video writers read it)
     assert robosuite_lift.unwrapped.raw_env.sim.model.light_castshadow.sum() == 0  # shadows off by default
 
 
@@ -69,6 +70,7 @@ def test_metaworld_state_only_tasks_keep_the_contract(task: str) -> None:
     env = make_env(SimConfig(suite="metaworld", task=task, cameras=()))
     spec = check_env(env, n_steps=3)
     assert spec.state_dim == 39 and spec.action_shape == (4,)
+    assert env.metadata["render_fps"] == 80  # Meta-World's fixed rate
     env.close()
 
 
