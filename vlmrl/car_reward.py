@@ -158,6 +158,21 @@ class CaRReward(gym.Wrapper):
         self.sandbox.load([s.source for s in program.subtasks])
         self.errors = 0
         self.last_error = ""
+        self._episode_stage = 0
+        self._episode_car = 0.0
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        self._episode_stage, self._episode_car = 0, 0.0
+        return self.env.reset(**kwargs)
+
+    def episode_stats(self) -> dict[str, float]:
+        """The episode so far: ``car/subtask_<k>`` 1.0 when sub-task k (1-based) was reached in order,
+        ``car/return`` (sum of CaR rewards, unweighted) and ``car/errors`` (steps the program failed, whole run)."""
+        stats = {
+            f"car/subtask_{k}": float(self._episode_stage >= k)
+            for k in range(1, len(self.program.subtasks) + 1)
+        }
+        return {**stats, "car/return": self._episode_car, "car/errors": float(self.errors)}
 
     def car(self, obs: dict[str, np.ndarray]) -> tuple[float, int]:
         """(dense reward, stage) of an observation."""
@@ -176,6 +191,8 @@ class CaRReward(gym.Wrapper):
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         car, stage = self.car(obs)
+        self._episode_stage = max(self._episode_stage, stage)
+        self._episode_car += car
         info = {**info, "car_stage": float(stage), "car_reward": car}
         base = float(reward) if self.mode == "add" else 0.0
         return obs, base + self.weight * car, terminated, truncated, info
@@ -195,3 +212,61 @@ def check_program_target(program: RewardProgram, runs_on_robot: bool, where: str
             f"{where}: the reward program reads simulation-only fields {extra}, which a real arm does not provide; "
             f"use one that reads only {sorted(ROBOT_FIELDS)}"
         )
+
+
+# ------------------------------------------------------------------------------------------ the run report
+def subtask_curve(train_log: Sequence[dict[str, float]], bins: int = 8) -> list[dict[str, float]]:
+    """Share of training episodes that reached each sub-task, per window of env steps (``bins`` windows)."""
+    logged = [t for t in train_log if "car/subtask_1" in t]
+    if not logged:
+        return []
+    keys = sorted(
+        (k for k in logged[0] if k.startswith("car/subtask_")), key=lambda k: int(k.rsplit("_", 1)[1])
+    )
+    rows = []
+    for chunk in np.array_split(np.arange(len(logged)), min(bins, len(logged))):
+        if len(chunk) == 0:
+            continue
+        window = [logged[i] for i in chunk]
+        row = {"step": float(window[-1]["step"]), "episodes": float(len(window))}
+        row |= {k.removeprefix("car/"): float(np.mean([t[k] for t in window])) for k in keys}
+        rows.append(row)
+    return rows
+
+
+def report_section(train_log: Sequence[dict[str, float]], names: Sequence[str], run_dir: Any) -> list[str]:
+    """Markdown lines (and ``car_subtasks.png``) with the sub-task completion curve; [] without a program."""
+    rows = subtask_curve(train_log)
+    if not rows:
+        return []
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for k, name in enumerate(names, 1):
+        ax.plot(
+            [r["step"] for r in rows], [r[f"subtask_{k}"] for r in rows], marker="o", label=f"{k}. {name}"
+        )
+    ax.set(title="training episodes reaching each sub-task", xlabel="env steps", ylim=(-0.05, 1.05))
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(run_dir / "car_subtasks.png", dpi=100)
+    plt.close(fig)
+    header = " | ".join(f"{k}. {n}" for k, n in enumerate(names, 1))
+    lines = [
+        "## Code-as-Reward sub-task completion (training episodes)",
+        "",
+        "Share of training episodes in each window that reached each sub-task in order (`car_subtasks.png`).",
+        "",
+        f"| up to env step | episodes | {header} |",
+        "|---" * (2 + len(names)) + "|",
+    ]
+    for r in rows:
+        shares = " | ".join(f"{r[f'subtask_{k}']:.0%}" for k in range(1, len(names) + 1))
+        lines.append(f"| {r['step']:.0f} | {r['episodes']:.0f} | {shares} |")
+    errors = max((t.get("car/errors", 0.0) for t in train_log), default=0.0)
+    lines += ["", f"Steps on which the program failed (CaR reward 0): {errors:.0f}.", ""]
+    return lines
