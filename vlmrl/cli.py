@@ -20,6 +20,7 @@ VERBS: dict[str, tuple[str, str]] = {
         "record episodes (teleoperation or a policy) to zarr / LeRobotDataset",
     ),
     "score": ("vlmrl.pipelines.score", "score recorded episodes with a VLM and write a report"),
+    "scorer": ("vlmrl.pipelines.scorer", "fit a learned clip scorer on recorded episodes (scorer fit)"),
     "serve": ("vlmrl.pipelines.serve", "serve a local VLM behind an OpenAI-compatible API plus /v1/score"),
     "calibrate": ("vlmrl.pipelines.calibrate", "calibrate cameras, hand-eye, and match the sim camera"),
     "bench": ("vlmrl.pipelines.bench", "run the benchmarks and print their ratios"),

@@ -1,0 +1,181 @@
+"""vlmrl scorer fit on a tiny synthetic recording: a bright square rises in successful episodes only."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+import zarr
+
+from buffer import BufferConfig, make_buffer
+from vlm import make_scorer
+from vlm.config import LearnedConfig, OpenAIConfig, OracleConfig
+from vlm.prompts import make_prompt
+from vlmrl import cli
+from vlmrl.errors import USER_ERRORS, ConfigError
+from vlmrl.pipelines import scorer as fit
+
+TASK = "Lift the white square."
+
+
+def square_frames(rows, cols, side=16):
+    frames = np.full((len(rows), side, side, 3), 20, np.uint8)
+    for t, (r, c) in enumerate(zip(rows, cols)):
+        frames[t, r : r + 3, c : c + 3] = 250
+    return frames
+
+
+def make_store(
+    path, n_success=6, n_fail=4, steps=12, side=16, camera="front", info=("success", "progress"), seed=0
+):
+    """Successes: the square rises from the bottom to the top, success on the final row. Failures: it
+    slides along the bottom. Returns the store path."""
+    rng = np.random.default_rng(seed)
+    obs = {"state": ((2,), np.dtype(np.float32)), f"pixels/{camera}": ((side, side, 3), np.dtype(np.uint8))}
+    buf = make_buffer(BufferConfig(storage="zarr", capacity_steps=512), obs, 2, info, path=str(path))
+    for ok in [True] * n_success + [False] * n_fail:
+        t = steps + int(rng.integers(-2, 3))
+        col = int(rng.integers(0, side - 3))
+        if ok:
+            rows = np.round(np.linspace(side - 3, 0, t + 1)).astype(int)
+            cols = np.full(t + 1, col)
+            progress = np.linspace(0, 1, t + 1).astype(np.float32)
+        else:
+            rows = np.full(t + 1, side - 3)
+            cols = np.clip(col + np.arange(t + 1) % 5, 0, side - 3)
+            progress = np.linspace(0, 0.3, t + 1).astype(np.float32)
+        infos = {"success": (progress >= 1).astype(np.float32), "progress": progress}
+        buf.add_episode(
+            obs={
+                "state": np.zeros((t + 1, 2), np.float32),
+                f"pixels/{camera}": square_frames(rows, cols, side),
+            },
+            action=np.zeros((t, 2), np.float32),
+            reward=np.zeros(t, np.float32),
+            terminated=np.eye(1, t, t - 1, dtype=bool)[0] if ok else np.zeros(t, bool),
+            truncated=np.zeros(t, bool) if ok else np.eye(1, t, t - 1, dtype=bool)[0],
+            info={k: infos[k] for k in info},
+        )
+    buf.close()
+    zarr.open_group(str(path), mode="a").attrs["vlmrl_record"] = {
+        "task_description": TASK,
+        "control_hz": 10.0,
+    }
+    return path
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return make_store(tmp_path_factory.mktemp("rec") / "episodes.zarr")
+
+
+def fit_cfg(store, out, **kw):
+    base = dict(
+        action="fit",
+        episodes=(store,),
+        out=out,
+        clip_length=3,
+        clip_stride=2,
+        epochs=12,
+        patience=12,
+        width=8,
+        lr=3e-3,
+        shift_px=1,
+        progress=False,
+    )
+    return fit.Config(**{**base, **kw})
+
+
+def test_fit_learns_the_task_and_writes_a_usable_scorer(store, tmp_path):
+    torch.set_num_threads(1)
+    out = tmp_path / "student.pt"
+    assert fit.main(fit_cfg(store, out)) == 0
+    run_dir = tmp_path / "student-fit"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert (
+        summary["heldout"]["auc"] >= 0.9 and summary["camera"] == "front" and summary["image_hw"] == [16, 16]
+    )
+    for name in ("report.md", "roc.png", "reliability.png", "frames.png", "checkpoint.pt"):
+        assert (run_dir / name).stat().st_size > 0
+    assert list((run_dir / "tb").iterdir())
+    # The file is a scorer: a rising square scores above a sliding one, and above itself played backwards.
+    scorer = make_scorer(LearnedConfig(path=str(out)))
+    rising = square_frames(np.array([13, 10, 6, 3, 0]), np.full(5, 6))
+    sliding = square_frames(np.full(5, 13), np.arange(5) + 4)
+    s_rise, s_slide, s_rewound = scorer.score([rising, sliding, rising[::-1].copy()], make_prompt(TASK))
+    assert s_rise > 0.5 > s_slide and s_rise > s_rewound
+    assert scorer.meta["labels"] == "success" and 0 < scorer.meta["threshold"] < 1
+
+
+def test_resume_continues_where_the_checkpoint_stopped(store, tmp_path):
+    torch.set_num_threads(1)
+    straight = tmp_path / "straight.pt"
+    fit.main(fit_cfg(store, straight, epochs=3, patience=99))
+    halves = tmp_path / "halves.pt"
+    fit.main(fit_cfg(store, halves, epochs=1, patience=99, run_dir=tmp_path / "halves-fit"))
+    with pytest.raises(ConfigError, match="holds a fit already"):
+        fit.main(fit_cfg(store, halves, epochs=3, patience=99, run_dir=tmp_path / "halves-fit"))
+    fit.main(fit_cfg(store, halves, epochs=3, patience=99, run_dir=tmp_path / "halves-fit", resume=True))
+    a, b = torch.load(straight, weights_only=True), torch.load(halves, weights_only=True)
+    for key in a["state_dict"]:
+        torch.testing.assert_close(a["state_dict"][key], b["state_dict"][key], rtol=0, atol=0)
+    history = json.loads((tmp_path / "halves-fit" / "summary.json").read_text())["history"]
+    assert [h["epoch"] for h in history] == [1, 2, 3]
+    with pytest.raises(ConfigError, match="other options or data"):
+        fit.main(fit_cfg(store, halves, epochs=5, lr=1e-2, run_dir=tmp_path / "halves-fit", resume=True))
+
+
+def test_teacher_labels_distil_a_noisy_oracle(store, tmp_path):
+    torch.set_num_threads(1)
+    out = tmp_path / "student.pt"
+    fit.main(fit_cfg(store, out, labels="teacher", teacher=OracleConfig(noise=0.2), epochs=1))
+    assert make_scorer(LearnedConfig(path=str(out))).meta["labels"] == "teacher oracle-noise0.2"
+
+
+def _nothing_written(tmp_path, out):
+    assert not out.exists() and not (tmp_path / f"{out.stem}-fit").exists()
+
+
+def test_bad_input_fails_in_one_line_and_writes_nothing(store, tmp_path):
+    out = tmp_path / "student.pt"
+    unlabelled = make_store(tmp_path / "unlabelled.zarr", n_success=2, n_fail=1, info=("progress",))
+    with pytest.raises(ConfigError, match="stores no per-step success info"):
+        fit.main(fit_cfg(unlabelled, out))
+    _nothing_written(tmp_path, out)
+    other = make_store(tmp_path / "other.zarr", n_success=2, n_fail=1, side=24)
+    with pytest.raises(ConfigError, match=r"fit on stores of one camera and size"):
+        fit.main(fit_cfg(store, out, episodes=(store, other)))
+    with pytest.raises(ConfigError, match=r"--camera wrist: not recorded"):
+        fit.main(fit_cfg(store, out, camera="wrist"))
+    teacher = OpenAIConfig(base_url="http://127.0.0.1:9/v1", model="m", timeout_s=1, max_retries=0)
+    with pytest.raises(USER_ERRORS) as err:
+        fit.main(fit_cfg(store, out, labels="teacher", teacher=teacher))
+    assert "\n" not in str(err.value) and "127.0.0.1:9" in str(err.value)
+    only_failures = make_store(tmp_path / "only.zarr", n_success=0, n_fail=3)
+    with pytest.raises(ConfigError, match="record failed and successful episodes"):
+        fit.main(fit_cfg(only_failures, out))
+    _nothing_written(tmp_path, out)
+
+
+def test_cli_verb(store, tmp_path, capsys):
+    code = cli.main(
+        [
+            "scorer",
+            "fit",
+            str(store),
+            "--out",
+            str(tmp_path / "s.pt"),
+            "--labels",
+            "progress",
+            "--epochs",
+            "2",
+            "--clip-length",
+            "3",
+            "--width",
+            "4",
+            "--no-progress",
+        ]
+    )
+    assert code == 0 and (tmp_path / "s.pt").is_file()
+    assert "held-out AUC" in capsys.readouterr().out
+    assert cli.main(["scorer", "fit", str(tmp_path / "missing.zarr"), "--out", str(tmp_path / "t.pt")]) == 1
