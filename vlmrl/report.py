@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from buffer.clips import plan_episode_clips, scores_per_step
 from buffer.config import BufferConfig
 from vlmrl.evaluation import EpisodeRecord, EvalResult
 
@@ -19,23 +20,20 @@ def clip_scores_for_episode(
 ) -> np.ndarray:
     """Score an evaluation episode clip by clip (as training scores buffer clips); returns per-frame scores.
 
-    Frame t shows the score of the latest clip whose last frame is at or before t (NaN before the first).
+    Clips and the steps each score covers follow the clip rule (``buffer.clips``): frame t shows the score
+    of the clip whose span covers it, as the replay priorities do.
     """
     from vlm import Clip
 
     frames = np.stack(record.frames)
     info = {k: np.asarray(v, np.float32) for k, v in record.info.items()}
-    starts = list(range(0, len(frames), length * stride))
-    clips, ends = [], []
-    for start in starts:
-        idx = np.arange(start, min(start + length * stride, len(frames)), stride)
+    plan = plan_episode_clips(len(frames), length, stride)
+    clips = []
+    for start, n_frames in plan:
+        idx = start + np.arange(n_frames) * stride
         clips.append(Clip(frames[idx], {k: v[idx] for k, v in info.items()}))
-        ends.append(int(idx[-1]))
-    scores = np.asarray(scorer.score(clips, prompt), np.float32)
-    per_frame = np.full(len(frames), np.nan, np.float32)
-    for end, score in zip(ends, scores):
-        per_frame[end:] = score
-    return per_frame
+    scores = np.asarray(scorer.score(clips, prompt), np.float32) if clips else np.zeros(0, np.float32)
+    return scores_per_step(len(frames), [start for start, _ in plan], length, stride, scores)
 
 
 def annotate(frame: np.ndarray, lines: list[str]) -> np.ndarray:
