@@ -21,9 +21,11 @@ them (import splits it back when the buffer stores those keys).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -223,38 +225,64 @@ def export_lerobot(
         features[f"info.{key}"] = {"dtype": "float32", "shape": (1,), "names": None}
     table = buffer.storage.episodes()
     chosen = list(range(table.first, table.first + table.count)) if episodes is None else list(episodes)
-    dataset = LeRobotDataset.create(
-        repo_id,
-        fps,
-        features,
-        root=root,
-        robot_type=robot_type,
-        use_videos=True,
-        vcodec=vcodec,
-        encoder_threads=1,
-    )
-    for e in chosen:
-        start, end = buffer.episode_rows(e)
-        rows = np.arange(start, end)
-        read = {name: buffer.storage.read(name, rows) for name in specs}
-        for i in range(len(rows)):
-            last = i == len(rows) - 1
-            j = i - 1 if last else i  # the final row: the last transition's action and end flags
-            frame = {names[k]: read[k][i].reshape(features[names[k]]["shape"]) for k in names}
-            if motors:
-                frame["observation.state"] = np.array([read[m][i][0] for m in motors], np.float32)
-            frame["action"] = read["action"][j].astype(np.float32)
-            frame["next.reward"] = np.array([read["reward"][i]], np.float32)
-            frame["next.done"] = np.array([bool(read["terminated"][j] or read["truncated"][j])])
-            frame["next.truncated"] = np.array([bool(read["truncated"][j])])
-            for key in buffer.info_keys:
-                frame[f"info.{key}"] = np.array([read[f"info/{key}"][i]], np.float32)
-            frame["task"] = task
-            dataset.add_frame(frame)
-        dataset.save_episode()
-    dataset.finalize()
+    with _quiet_encoders():
+        dataset = LeRobotDataset.create(
+            repo_id,
+            fps,
+            features,
+            root=root,
+            robot_type=robot_type,
+            use_videos=True,
+            vcodec=vcodec,
+            encoder_threads=1,
+        )
+        for e in chosen:
+            start, end = buffer.episode_rows(e)
+            rows = np.arange(start, end)
+            read = {name: buffer.storage.read(name, rows) for name in specs}
+            for i in range(len(rows)):
+                last = i == len(rows) - 1
+                j = i - 1 if last else i  # the final row: the last transition's action and end flags
+                frame = {names[k]: read[k][i].reshape(features[names[k]]["shape"]) for k in names}
+                if motors:
+                    frame["observation.state"] = np.array([read[m][i][0] for m in motors], np.float32)
+                frame["action"] = read["action"][j].astype(np.float32)
+                frame["next.reward"] = np.array([read["reward"][i]], np.float32)
+                frame["next.done"] = np.array([bool(read["terminated"][j] or read["truncated"][j])])
+                frame["next.truncated"] = np.array([bool(read["truncated"][j])])
+                for key in buffer.info_keys:
+                    frame[f"info.{key}"] = np.array([read[f"info/{key}"][i]], np.float32)
+                frame["task"] = task
+                dataset.add_frame(frame)
+            dataset.save_episode()
+        dataset.finalize()
     _remove_empty_dirs(Path(root) / "images")  # lerobot's frame staging area, emptied after encoding
     return len(chosen)
+
+
+@contextlib.contextmanager
+def _quiet_encoders() -> Iterator[None]:
+    """Keep the video encoder's banner (SVT-AV1 prints ~25 lines per episode), FFmpeg's muxer notes and
+    the datasets progress bars off the terminal while exporting; warnings and errors still show."""
+    import av.logging
+    import datasets
+
+    svt_before = os.environ.get("SVT_LOG")
+    os.environ["SVT_LOG"] = "1"  # SVT-AV1 reads it when an encoder starts: 1 = errors only
+    # lerobot hands FFmpeg's log back to FFmpeg's own printer after each video; its threshold decides.
+    av.logging.set_libav_level(av.logging.ERROR)
+    bars = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if svt_before is None:
+            os.environ.pop("SVT_LOG", None)
+        else:
+            os.environ["SVT_LOG"] = svt_before
+        av.logging.set_libav_level(av.logging.INFO)  # FFmpeg's default threshold
+        if bars:
+            datasets.enable_progress_bars()
 
 
 def _remove_empty_dirs(path: Path) -> None:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import zarr
 
+from buffer import BufferError
 from buffer.io import LeRobotReader
 from robot.config import SO101_JOINT_KEYS, ArmConfig, LeRobotEnvConfig, WatchdogConfig
 from vlm.config import OracleConfig
@@ -116,3 +117,84 @@ def test_a_policy_can_drive_the_recording(tmp_path):
     assert meta["vlmrl_buffer"]["env"]["action_dim"] == 6
     assert meta["vlmrl_record"]["robot_type"] == "sim_so101"
     assert meta["commit"]["num_episodes"] == 1
+
+
+def tree(root):
+    """path -> bytes of every file under root (what a failed run must leave as it was)."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def flip_frame_byte(store, row):
+    """Corrupt the frame of ring row `row` (structure intact: found when the frame is read)."""
+    n = json.loads((store / "zarr.json").read_text())["attributes"]["vlmrl_buffer"]["frames_per_shard"]
+    path = store / "pixels" / "front" / "c" / str(row // n) / "0" / "0" / "0"
+    data = bytearray(path.read_bytes())
+    index = np.frombuffer(bytes(data[: 16 * n]), "<u8").reshape(n, 2)
+    data[int(index[row % n, 0]) + 5] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_export_failure_keeps_the_new_episode_says_so_and_leaves_no_tmp_and_skip_corrupt(tmp_path, capfd):
+    """Issue 15 items 6 and 7: a failed export left lerobot.tmp and did not say the episode was kept;
+    the encoder's banner flooded the terminal; the final count did not say what the store holds."""
+    assert record.main(config(tmp_path)) == 0
+    out, err = capfd.readouterr()
+    assert "Svt[info]" not in out + err and "moov atom" not in out + err  # encoder logs kept quiet
+    assert "record: 2 new episode(s) ->" in out and "which holds 2 episode(s)" in out
+    rec = tmp_path / "rec"
+    exported = tree(rec / "lerobot")
+    flip_frame_byte(rec / "episodes.zarr", 3)  # episode 0, step 3
+
+    with pytest.raises(BufferError, match=r"1 episode\(s\) damaged \[0\]: episode 0: .*step 3\) is corrupt"):
+        record.main(config(tmp_path, episodes=1, seed=5))
+    out = capfd.readouterr().out
+    assert (
+        "record: 1 new episode(s) ->" in out and "which holds 3 episode(s); the LeRobot export failed" in out
+    )
+    assert not (rec / "lerobot.tmp").exists() and tree(rec / "lerobot") == exported
+
+    assert record.main(config(tmp_path, episodes=1, seed=6, skip_corrupt=True)) == 0
+    out = capfd.readouterr().out
+    assert "export: 1 episode(s) skipped [0]" in out and "which holds 4 episode(s)" in out
+    episodes = list(LeRobotReader(rec / "lerobot").episodes())
+    assert len(episodes) == 3  # episodes 1, 2, 3 of the store; 0 left out
+    info = json.loads((rec / "lerobot" / "meta" / "info.json").read_text())
+    assert info["robot_type"] == "sim_so101" and info["features"]["action"]["names"] == list(SO101_JOINT_KEYS)
+
+
+def test_a_run_failing_on_bad_input_leaves_the_previous_run_untouched(tmp_path):
+    """Issue 15 item 6: a failed command overwrote config.json and left safety.jsonl behind."""
+    fresh = tmp_path / "fresh"
+    with pytest.raises(ConfigError, match="needs --policy"):
+        record.main(config(tmp_path, source="policy", out_dir=fresh))
+    assert not fresh.exists()
+
+    assert record.main(config(tmp_path, episodes=1, export_lerobot=False)) == 0
+    before = tree(tmp_path / "rec")
+    # Another image size: the store holds other arrays than this env gives, found after the env is up.
+    other_size = LeRobotEnvConfig(
+        control_hz=200.0,
+        max_episode_steps=10,
+        image_size=16,
+        reset_settle_steps=1,
+        keyboard_estop=False,
+        watchdog=WatchdogConfig(enabled=False),
+    )
+    with pytest.raises(BufferError, match="other arrays"):
+        record.main(config(tmp_path, episodes=1, export_lerobot=False, env=other_size, seed=3))
+    assert tree(tmp_path / "rec") == before
+    # A new directory whose run fails once the env is up (a policy for other frames) is removed again:
+    # no stray safety.jsonl, empty store or config.json.
+    from agents.config import SACConfig
+    from agents.export import export_policy
+    from agents.sac import SAC
+    from sim import SimConfig, make_env
+
+    env = make_env(SimConfig(task="lift", cameras=()))
+    spec = {"pixels/front": ((16, 16, 3), np.dtype(np.uint8))}
+    policy = export_policy(SAC(SACConfig(hidden_dims=(8,)), spec, env.action_space), tmp_path / "p.pt")
+    env.close()
+    elsewhere = tmp_path / "elsewhere"
+    with pytest.raises(ConfigError, match=r"reads 'pixels/front' as uint8\[16, 16, 3\]"):
+        record.main(config(tmp_path, out_dir=elsewhere, source="policy", policy=policy))
+    assert not elsewhere.exists()

@@ -10,14 +10,18 @@ discard and re-record the episode, escape = emergency stop. Each episode is kept
 then committed to ``out_dir/episodes.zarr`` (a crash loses at most the episode in flight); the store is
 reopened and extended by later runs. At the end every stored episode is exported to
 ``out_dir/lerobot`` (LeRobotDataset v3.0 through ``buffer.io.export_lerobot``, LeRobot's own writer;
-rebuilt, then swapped in).
+rebuilt, then swapped in; a failed export leaves the previous one and says the new episodes are kept).
+
+Nothing in ``out_dir`` changes before the inputs are checked (robot, driver, policy, an existing store);
+a run that fails on them removes what it created and leaves the previous run's files as they were.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -60,6 +64,9 @@ class Config(RobotEnvConfig):
     """Steps the zarr store holds (a new store only; the oldest episodes go first when full)."""
     export_lerobot: bool = True
     """Export every stored episode to ``out_dir/lerobot`` at the end."""
+    skip_corrupt: bool = False
+    """Export: leave out stored episodes whose data is damaged (listed on the terminal) instead of
+    failing. (Recording never appends to a store with damaged episodes.)"""
 
 
 Driver = Callable[[dict[str, np.ndarray]], np.ndarray]
@@ -110,27 +117,35 @@ def main(cfg: Config) -> int:
 
     if cfg.episodes < 1:
         raise ConfigError(f"--episodes {cfg.episodes}: expected at least 1")
-    write_config(cfg, cfg.out_dir)
+    if cfg.source == "policy" and (cfg.policy is None or not cfg.policy.is_file()):
+        raise ConfigError(f"--source policy needs --policy pointing at a policy.pt (got {cfg.policy})")
     store = cfg.out_dir / "episodes.zarr"
-    env = make_robot_env(cfg, cfg.out_dir)
+    with undo_on_failure(cfg.out_dir, ["safety.jsonl", "episodes.zarr"]):
+        env = make_robot_env(cfg, cfg.out_dir)
     with interrupt_on_signals(), env:
-        spec = env_spec(env)
-        record_attrs = {
-            "task_description": spec.task_description,
-            "control_hz": cfg.env.control_hz,
-            "robot_type": cfg.robot.type,
-            "action_keys": list(env.action_keys),
-            "cameras": list(spec.cameras),
-        }
-        buffer = open_episode_store(
-            store,
-            BufferConfig(storage="zarr", capacity_steps=cfg.capacity_steps),
-            spec.obs_spec(),
-            spec.action_shape[0],
-            ("success", "progress"),
-            record_attrs,
-        )
-        propose, on_reset, close_driver = make_driver(cfg, env)
+        with undo_on_failure(cfg.out_dir, ["safety.jsonl", "episodes.zarr"], created_by_env=True):
+            spec = env_spec(env)
+            record_attrs = {
+                "task_description": spec.task_description,
+                "control_hz": cfg.env.control_hz,
+                "robot_type": cfg.robot.type,
+                "action_keys": list(env.action_keys),
+                "cameras": list(spec.cameras),
+            }
+            propose, on_reset, close_driver = make_driver(cfg, env)
+            try:
+                buffer = open_episode_store(
+                    store,
+                    BufferConfig(storage="zarr", capacity_steps=cfg.capacity_steps),
+                    spec.obs_spec(),
+                    spec.action_shape[0],
+                    ("success", "progress"),
+                    record_attrs,
+                )
+            except BaseException:
+                close_driver()
+                raise
+            write_config(cfg, cfg.out_dir)  # the inputs are valid: this run's config replaces the last
         keys = OperatorKeys()
         recorded, attempt = 0, 0
         try:
@@ -144,13 +159,55 @@ def main(cfg: Config) -> int:
                 recorded += 1
                 print(f"record: episode {recorded}/{cfg.episodes}: {len(episode['action'])} steps")
         finally:
+            held = buffer.num_episodes
             close_driver()
             keys.close()
             buffer.close()
+    kept = f"record: {recorded} new episode(s) -> {store}, which holds {held} episode(s)"
     if cfg.export_lerobot:
-        export_store(store, cfg.out_dir / "lerobot", cfg)
-    print(f"record: {recorded} episode(s) -> {store}")
+        try:
+            export_store(store, cfg.out_dir / "lerobot", cfg)
+        except BaseException:
+            print(f"{kept}; the LeRobot export failed ({cfg.out_dir / 'lerobot'} left as it was):")
+            raise
+    print(kept)
     return 0
+
+
+@contextlib.contextmanager
+def undo_on_failure(out_dir: Path, names: list[str], created_by_env: bool = False) -> Iterator[None]:
+    """On an exception, remove what this block created in ``out_dir``: each of ``names`` that did not
+    exist before (a file only if still empty; a store only if it holds no episode), then ``out_dir``
+    itself if it is new and left empty. With ``created_by_env``, the env made just before this block
+    created ``safety.jsonl`` (empty) and ``out_dir``, so those count as new when still empty."""
+    existed = out_dir.exists() and not created_by_env
+    before = {n for n in names if (out_dir / n).exists()}
+    if created_by_env:
+        before -= {n for n in before if (out_dir / n).is_file() and (out_dir / n).stat().st_size == 0}
+    try:
+        yield
+    except BaseException:
+        for name in names:
+            path = out_dir / name
+            if name in before or not path.exists():
+                continue
+            if path.is_file() and path.stat().st_size == 0:
+                path.unlink()
+            elif path.is_dir() and _holds_no_episode(path):
+                shutil.rmtree(path)
+        if not existed and out_dir.is_dir() and not any(out_dir.iterdir()):
+            out_dir.rmdir()
+        raise
+
+
+def _holds_no_episode(store: Path) -> bool:
+    import json
+
+    try:
+        meta = json.loads((store / "zarr.json").read_text())
+        return int(meta["attributes"]["commit"]["num_episodes"]) == 0
+    except (OSError, ValueError, KeyError, TypeError):
+        return not any(p.is_file() for p in store.rglob("*"))
 
 
 def record_episode(
@@ -191,27 +248,44 @@ def record_episode(
 
 
 def export_store(store: Path, root: Path, cfg: Config) -> Path:
-    """Export every episode of the zarr store to a LeRobotDataset at ``root`` (rebuilt, then swapped in)."""
+    """Export the episodes of the zarr store to a LeRobotDataset at ``root`` (built beside it, then swapped
+    in; on failure the half-built copy is removed and ``root`` stays as it was). Damaged episodes stop
+    the export naming them, or with ``cfg.skip_corrupt`` are left out and listed."""
     import zarr
 
-    from buffer import BufferConfig, make_buffer
-    from buffer.io import export_lerobot
+    from buffer import BufferConfig
+    from buffer.io import export_lerobot, open_recorded
+    from buffer.storage.integrity import describe_skipped, intact_episodes
 
     meta: Any = zarr.open_group(str(store), mode="r").attrs.asdict()
     env_meta, record = meta["vlmrl_buffer"]["env"], meta.get("vlmrl_record", {})
     obs_spec = {k: (tuple(shape), np.dtype(dt)) for k, (shape, dt) in env_meta["obs_spec"].items()}
-    buffer = make_buffer(
+    buffer = open_recorded(
         BufferConfig(storage="zarr", capacity_steps=int(meta["vlmrl_buffer"]["capacity"])),
         obs_spec,
         int(env_meta["action_dim"]),
         env_meta["info_keys"],
-        path=str(store),
+        str(store),
     )
     tmp = root.with_name(root.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
+        episodes, skipped = intact_episodes(buffer.storage, skip_corrupt=cfg.skip_corrupt)
+        if skipped:
+            print(f"record: export: {describe_skipped(skipped)}")
         fps = round(float(record.get("control_hz", cfg.env.control_hz)))
-        export_lerobot(buffer, tmp, fps=fps, task=str(record.get("task_description", "")))
+        export_lerobot(
+            buffer,
+            tmp,
+            fps=fps,
+            task=str(record.get("task_description", "")),
+            episodes=episodes,
+            robot_type=record.get("robot_type"),
+            action_names=record.get("action_keys"),
+        )
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     finally:
         buffer.close()
     if root.exists():
