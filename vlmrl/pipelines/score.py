@@ -33,7 +33,7 @@ import tyro
 
 from buffer.errors import BufferError
 from buffer.storage.integrity import describe_skipped
-from vlm.config import AuxRewardConfig, CLIPConfig, HFConfig, OpenAIConfig, OracleConfig
+from vlm.config import AuxRewardConfig, CLIPConfig, HFConfig, LearnedConfig, OpenAIConfig, OracleConfig
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines.common import write_config
 
@@ -44,6 +44,7 @@ ScorerChoice = (
     | Annotated[HFConfig, tyro.conf.subcommand("hf")]
     | Annotated[OpenAIConfig, tyro.conf.subcommand("openai")]
     | Annotated[CLIPConfig, tyro.conf.subcommand("clip")]
+    | Annotated[LearnedConfig, tyro.conf.subcommand("learned")]
 )
 
 
@@ -74,6 +75,14 @@ class Config:
     fit_score_calibration: Path | None = None
     """Fit a score calibration on the raw scores of the clips, labelled by the episodes' ``success`` info
     (see ``clip_labels``), and write it here as JSON; its figures before and after go into the report."""
+    evaluate: bool = False
+    """Measure the scorer (and every ``--compare`` scorer) against the episodes' success labels instead
+    of scoring: ROC-AUC, accuracy, ECE, VOC, clips/s (``vlmrl.scorer_eval``); writes nothing beside the data."""
+    compare: tuple[str, ...] = ()
+    """With --evaluate: more scorers, each written as after ``vlmrl score EPISODES``, e.g.
+    ``"scorer:oracle --scorer.noise 0.2"`` ``"scorer:learned --scorer.path student.pt"``."""
+    json: Path | None = None
+    """With --evaluate: also write the figures as JSON here."""
     skip_corrupt: bool = False
     """Score the intact episodes of a store with damaged ones (a missing or corrupt chunk/shard file)
     and list the skipped episodes on the terminal and in the report; without it the first damaged
@@ -221,6 +230,12 @@ def main(cfg: Config) -> int:
 
     if cfg.clip_length < 1 or cfg.clip_stride < 1:
         raise ConfigError("--clip-length and --clip-stride must be at least 1")
+    if cfg.evaluate:
+        from vlmrl.scorer_eval import run_evaluation
+
+        return run_evaluation(cfg)
+    if cfg.compare or cfg.json:
+        raise ConfigError("--compare and --json go with --evaluate")
     if cfg.score_calibration and cfg.fit_score_calibration:
         raise ConfigError("--fit-score-calibration fits the scorer's raw scores; drop --score-calibration")
     if not cfg.episodes.exists():

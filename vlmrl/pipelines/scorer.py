@@ -455,7 +455,7 @@ def main(cfg: Config) -> int:
 
     from vlm import make_scorer
     from vlm.backends.learned import save_learned
-    from vlm.prompts import make_prompt, prompt_hash
+    from vlm.prompts import prompt_hash, scorer_prompt
     from vlm.score_calibration import fit_calibration
     from vlmrl.scorer_eval import figures
 
@@ -470,7 +470,7 @@ def main(cfg: Config) -> int:
     sources = open_sources(cfg)
     teacher = None
     try:
-        prompt = cfg.prompt or make_prompt(sources[0].task)
+        prompt = cfg.prompt or scorer_prompt(sources[0].task, "learned")  # the prompt train will ask
         if cfg.labels == "teacher":
             teacher = make_scorer(cfg.teacher)  # one line if unreachable, before anything is written
         camera, image_hw = sources[0].camera, frame_hw(sources[0])

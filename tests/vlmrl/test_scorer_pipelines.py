@@ -1,4 +1,4 @@
-"""vlmrl scorer fit on a tiny synthetic recording: a bright square rises in successful episodes only."""
+"""vlmrl scorer fit and vlmrl score --evaluate on a tiny synthetic recording: a bright square rises in successful episodes only."""
 
 import json
 
@@ -179,3 +179,70 @@ def test_cli_verb(store, tmp_path, capsys):
     assert code == 0 and (tmp_path / "s.pt").is_file()
     assert "held-out AUC" in capsys.readouterr().out
     assert cli.main(["scorer", "fit", str(tmp_path / "missing.zarr"), "--out", str(tmp_path / "t.pt")]) == 1
+
+
+def eval_cfg(store, tmp_path, scorer=None, **kw):
+    from vlmrl.pipelines import score
+
+    base = dict(episodes=store, scorer=scorer or OracleConfig(), clip_length=3, clip_stride=2, evaluate=True)
+    return score.Config(**{**base, "out_dir": tmp_path / "report", **kw})
+
+
+def test_evaluate_ranks_scorers_by_their_noise(store, tmp_path, random_student):
+    from vlmrl.pipelines import score
+
+    compare = ("scorer:oracle --scorer.noise 0.4", f"scorer:learned --scorer.path {random_student}")
+    cfg = eval_cfg(store, tmp_path, compare=compare, json=tmp_path / "figures.json")
+    columns_before = sorted(zarr.open_group(str(store), mode="r").array_keys())
+    assert score.main(cfg) == 0
+    figures = json.loads((tmp_path / "figures.json").read_text())
+    rows = {r["scorer"]: r for r in figures["scorers"]}
+    assert list(rows) == ["oracle", "oracle-noise0.4", "learned-random"]
+    exact, noisy = rows["oracle"], rows["oracle-noise0.4"]
+    # The oracle reads progress at the window's last frame: it ranks success windows perfectly here
+    # (failures never pass progress 0.3), and its values rise along every successful episode.
+    assert exact["auc"] == 1.0 and exact["voc"] > 0.9
+    assert noisy["auc"] < 0.8 and noisy["voc"] < exact["voc"]
+    assert all(r["clips"] == exact["clips"] > 0 and r["clips_per_s"] > 0 for r in rows.values())
+    assert figures["n_successful_episodes"] == 6 and figures["n_episodes"] == 10
+    md = (tmp_path / "report" / "evaluation.md").read_text()
+    assert "| `oracle-noise0.4` |" in md and "roc.png" in md
+    assert (tmp_path / "report" / "roc.png").stat().st_size > 0
+    assert (tmp_path / "report" / "reliability.png").stat().st_size > 0
+    # Evaluation reads the recording only.
+    assert sorted(zarr.open_group(str(store), mode="r").array_keys()) == columns_before
+
+
+@pytest.fixture
+def random_student(tmp_path):
+    from vlm.backends.learned import build_net, save_learned
+    from vlm.prompts import prompt_hash
+
+    path, prompt = tmp_path / "random.pt", make_prompt(TASK)
+    meta = dict(
+        camera="front",
+        image_hw=[16, 16],
+        num_frames=4,
+        width=4,
+        prompt=prompt,
+        prompt_hash=prompt_hash(prompt),
+        labels="random",
+    )
+    save_learned(path, build_net(4, 4), meta)
+    return path
+
+
+def test_evaluate_refuses_bad_input_in_one_line(store, tmp_path, random_student):
+    from vlmrl.pipelines import score
+
+    with pytest.raises(ConfigError, match="--compare 'scorer:nope'"):
+        score.main(eval_cfg(store, tmp_path, compare=("scorer:nope",)))
+    unlabelled = make_store(tmp_path / "unlabelled.zarr", n_success=2, n_fail=1, info=("progress",))
+    with pytest.raises(ConfigError, match="stores no per-step success info"):
+        score.main(eval_cfg(unlabelled, tmp_path))
+    wide = make_store(tmp_path / "wide.zarr", n_success=2, n_fail=1, side=24)
+    with pytest.raises(USER_ERRORS, match=r"fitted on camera 'front' at 16x16 px"):
+        score.main(eval_cfg(wide, tmp_path, scorer=LearnedConfig(path=str(random_student))))
+    with pytest.raises(ConfigError, match="go with --evaluate"):
+        score.main(eval_cfg(store, tmp_path, evaluate=False, json=tmp_path / "x.json"))
+    assert not (tmp_path / "report").exists()
