@@ -29,6 +29,7 @@ import numpy as np
 from robot.config import LeRobotEnvConfig
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines.common import RobotEnvConfig, check_policy_fits, make_robot_env, write_config
+from vlmrl.run_dir import NewPaths
 
 logger = logging.getLogger("vlmrl.deploy")
 
@@ -198,16 +199,19 @@ def main(cfg: Config) -> int:
     if policy.run.get("action_mode") == "delta":
         delta_scale = [float(policy.run["max_delta_deg"])] * 5 + [float(policy.run["max_delta_gripper"])]
     warm_up(policy, cfg.warmup_calls)
-    write_config(cfg, cfg.out_dir)
-    env = make_robot_env(cfg, cfg.out_dir)
+    new = NewPaths(cfg.out_dir, ["safety.jsonl"])  # a failed check leaves the last run's files as they were
+    with new.removed_on_failure():
+        env = make_robot_env(cfg, cfg.out_dir)
     results: list[dict[str, Any]] = []
     with interrupt_on_signals(), env:
-        check_policy_fits(policy.obs_spec, env, f"policy {cfg.policy}")
-        if policy.action_low.shape != env.action_space.shape:
-            raise ConfigError(
-                f"policy {cfg.policy} outputs {policy.action_low.shape[0]} actions; the robot takes "
-                f"{env.action_space.shape[0]} ({list(env.action_keys)})"
-            )
+        with new.removed_on_failure():
+            check_policy_fits(policy.obs_spec, env, f"policy {cfg.policy}")
+            if policy.action_low.shape != env.action_space.shape:
+                raise ConfigError(
+                    f"policy {cfg.policy} outputs {policy.action_low.shape[0]} actions; the robot takes "
+                    f"{env.action_space.shape[0]} ({list(env.action_keys)})"
+                )
+        write_config(cfg, cfg.out_dir)
         for episode in range(cfg.episodes):
             frames: list[np.ndarray] = []
             obs, info = env.reset(seed=cfg.seed + episode)

@@ -18,10 +18,9 @@ a run that fails on them removes what it created and leaves the previous run's f
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +35,7 @@ from vlmrl.pipelines.common import (
     open_episode_store,
     write_config,
 )
+from vlmrl.run_dir import NewPaths
 
 logger = logging.getLogger("vlmrl.record")
 
@@ -120,10 +120,11 @@ def main(cfg: Config) -> int:
     if cfg.source == "policy" and (cfg.policy is None or not cfg.policy.is_file()):
         raise ConfigError(f"--source policy needs --policy pointing at a policy.pt (got {cfg.policy})")
     store = cfg.out_dir / "episodes.zarr"
-    with undo_on_failure(cfg.out_dir, ["safety.jsonl", "episodes.zarr"]):
+    new = NewPaths(cfg.out_dir, ["safety.jsonl", "episodes.zarr"])
+    with new.removed_on_failure():
         env = make_robot_env(cfg, cfg.out_dir)
     with interrupt_on_signals(), env:
-        with undo_on_failure(cfg.out_dir, ["safety.jsonl", "episodes.zarr"], created_by_env=True):
+        with new.removed_on_failure():
             spec = env_spec(env)
             record_attrs = {
                 "task_description": spec.task_description,
@@ -172,42 +173,6 @@ def main(cfg: Config) -> int:
             raise
     print(kept)
     return 0
-
-
-@contextlib.contextmanager
-def undo_on_failure(out_dir: Path, names: list[str], created_by_env: bool = False) -> Iterator[None]:
-    """On an exception, remove what this block created in ``out_dir``: each of ``names`` that did not
-    exist before (a file only if still empty; a store only if it holds no episode), then ``out_dir``
-    itself if it is new and left empty. With ``created_by_env``, the env made just before this block
-    created ``safety.jsonl`` (empty) and ``out_dir``, so those count as new when still empty."""
-    existed = out_dir.exists() and not created_by_env
-    before = {n for n in names if (out_dir / n).exists()}
-    if created_by_env:
-        before -= {n for n in before if (out_dir / n).is_file() and (out_dir / n).stat().st_size == 0}
-    try:
-        yield
-    except BaseException:
-        for name in names:
-            path = out_dir / name
-            if name in before or not path.exists():
-                continue
-            if path.is_file() and path.stat().st_size == 0:
-                path.unlink()
-            elif path.is_dir() and _holds_no_episode(path):
-                shutil.rmtree(path)
-        if not existed and out_dir.is_dir() and not any(out_dir.iterdir()):
-            out_dir.rmdir()
-        raise
-
-
-def _holds_no_episode(store: Path) -> bool:
-    import json
-
-    try:
-        meta = json.loads((store / "zarr.json").read_text())
-        return int(meta["attributes"]["commit"]["num_episodes"]) == 0
-    except (OSError, ValueError, KeyError, TypeError):
-        return not any(p.is_file() for p in store.rglob("*"))
 
 
 def record_episode(
