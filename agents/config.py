@@ -10,18 +10,19 @@ class PixelEncoderConfig:
     """The small conv net that turns ``pixels/<cam>`` images into features, shared by actor and critics.
 
     Sized for a CPU (issue #13): frames are subsampled to the policy image size, then strided 3x3
-    convs. At 64 px frames, batch 256, one thread, the default costs about 3.6x a state update (see
-    ``benchmarks/pixel_learning.py``); the first encoder (4 layers of 32 channels at 64 px, stride 2 then
-    1) cost 40-150x.
+    convs. At 64 px frames, batch 256, one thread, 128x128 MLPs, an update with the default costs 4.3x a
+    state update (47.5 vs 11.2 ms; 16-32-32 channels: 6.6x; the first encoder, 4 layers of 32 channels
+    at 64 px with stride 2 then 1: ~150x), measured in process CPU time with other jobs sharing the
+    cores; ``benchmarks/pixel_learning.py`` measures it.
     """
 
     image_size: int = 32
     """Policy image side in pixels: the encoder keeps every ``frame // image_size``-th pixel (at least 1)
     of each row and column, so 64 px frames become 32 px; 0 keeps the frames' own size. Separate from the
     scorer's clip size (the frames the sim renders and stores, ``--sim.image-size``)."""
-    channels: int = 32
+    channels: int = 16
     """Feature maps of every conv layer after the first."""
-    first_channels: int = 16
+    first_channels: int = 8
     """Feature maps of the first conv layer (the widest image: the most expensive layer)."""
     num_layers: int = 3
     """Number of 3x3 conv layers."""

@@ -37,8 +37,8 @@ class PixelEncoder(nn.Module):
     """uint8[B, H, W, C] -> float32[B, feature_dim]: subsampling, strided convs, linear, LayerNorm, tanh.
 
     Subsampling to the policy image size comes first because a conv's cost grows with the pixels it
-    reads: at batch 256, one thread, the default (16-32-32 channels, strides 2-2-1) costs ~10 ms forward
-    on 32 px images against ~70 ms on 64 px ones. It takes every ``stride``-th pixel rather than an
+    reads: at batch 256, one thread, 16-32-32 channels with strides 2-2-1 cost ~10 ms forward on 32 px
+    images against ~70 ms on 64 px ones. It takes every ``stride``-th pixel rather than an
     average: converting and averaging the full 64 px uint8 batch cost 20-25 ms, picking then converting
     1.6 ms (measured here with other agents sharing the cores).
     """
