@@ -200,3 +200,33 @@ def test_sac_learns_a_contextual_bandit() -> None:
     test = {"state": rng.uniform(-1, 1, (200, 2)).astype(np.float32)}
     error = np.abs(sac.act(test, deterministic=True) - target(test["state"]))
     assert float(error.mean()) < 0.1
+
+
+def test_td_target_with_discount_is_the_twin_minimum_minus_the_entropy_term() -> None:
+    """Issue #15 (9b): the TD target r + d * (min(Q1', Q2')(s', a') - alpha * log pi(a'|s')), a' ~ pi(s'),
+    computed here by hand from the networks (discount 0.9, a large temperature), against the TD errors the
+    update reports. Taking the max of the twin, or adding the entropy term, changes them."""
+    cfg = dataclasses.replace(SMALL, normalize_obs=False, init_alpha=0.7)
+    sac = SAC(cfg, STATE_SPEC, box())
+    batch = random_batch(STATE_SPEC, batch=32, seed=3, discount=np.full(32, 0.9, np.float32))
+    noise_source = torch.Generator().manual_seed(0)
+    noise_source.set_state(sac.generator.get_state())
+    next_noise = torch.randn((32, 2), generator=noise_source)  # the first draw of the update
+    with torch.no_grad():
+        obs, next_obs = sac.obs_to_tensors(batch.obs), sac.obs_to_tensors(batch.next_obs)
+        next_features = sac.encoder(next_obs)
+        mean, log_std = sac.actor(next_features)
+        pre_tanh = mean + log_std.exp() * next_noise
+        next_action = torch.tanh(pre_tanh)
+        log_pi = torch.distributions.Normal(mean, log_std.exp()).log_prob(pre_tanh).sum(-1) - torch.log(
+            1 - next_action.pow(2)
+        ).sum(-1)
+        next_q = sac.critic_target(
+            torch.cat([next_features, sac.encoder.privileged(next_obs)], -1), next_action
+        )
+        assert next_q.shape == (2, 32) and (next_q[0] - next_q[1]).abs().max() > 1e-2  # the min matters
+        target = torch.as_tensor(batch.reward) + 0.9 * (torch.minimum(next_q[0], next_q[1]) - 0.7 * log_pi)
+        features = torch.cat([sac.encoder(obs), sac.encoder.privileged(obs)], -1)
+        q = sac.critic(features, sac.to_unit(torch.as_tensor(batch.action)))
+        expected = (q - target).abs().mean(dim=0).numpy()
+    np.testing.assert_allclose(sac.update(batch)["td_error"], expected, rtol=1e-4, atol=1e-4)
