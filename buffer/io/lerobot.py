@@ -95,15 +95,19 @@ def lerobot_spec(
     return obs_spec, action_dim, tuple(info_keys)
 
 
-def import_lerobot(root: str | Path, buffer: ReplayBuffer) -> int:
+def import_lerobot(root: str | Path, buffer: ReplayBuffer, skipped: dict[int, str] | None = None) -> int:
     """Add every episode of a local LeRobotDataset directory to `buffer`; returns episodes added.
+
+    Args:
+        skipped: when given, episodes whose files are missing or unreadable are left out and recorded
+            here (dataset episode index -> problem); otherwise the first one raises.
 
     Raises:
         BufferError: unreadable dataset, or features that do not match the buffer's arrays.
     """
     reader = LeRobotReader(root)
     added = 0
-    for episode in reader.episodes():
+    for episode in reader.episodes(skipped):
         if episode.length < 2:
             warnings.warn(
                 f"{root}: episode {episode.index} has {episode.length} frame(s); skipped", stacklevel=2
