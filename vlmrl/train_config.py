@@ -14,11 +14,10 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
-from agents.config import SACConfig
+from agents.config import IQLConfig, SACConfig
 from buffer.config import (
     BufferConfig,
     PERSamplerConfig,
-    SamplerConfig,
     UniformSamplerConfig,
     VLMMixSamplerConfig,
     VLMTDSamplerConfig,
@@ -123,6 +122,16 @@ class TrainConfig:
     demo: bool = False
     """The embedded demo (`make demo`): the defaults plus 25 scripted demonstrations in the buffer, a LayerNorm
     critic and 20,000 steps (each only where you left that option at its default)."""
+    offline: Path | None = None
+    """Offline RL instead of simulation: IQL (or ``--iql.bc``) on these recorded episodes, a vlmrl zarr
+    store (``vlmrl record``) or a LeRobotDataset (vlmrl/offline.py). ``total_steps``, ``eval_every_steps``
+    and ``checkpoint_every_steps`` then count gradient steps; evaluation runs in the twin when the data came
+    from it, otherwise on held-out episodes. ``--aux-reward-weight`` weights the stored aux reward (0: 1)."""
+    reward: str = "sparse"
+    """``--offline`` rewards: sparse (the episodes' success info), aux (the stored aux reward of the one
+    scorer there is), scorer:<id> (that scorer's), or sparse+aux / sparse+scorer:<id>; ``vlmrl score`` stores them."""
+    iql: IQLConfig = IQLConfig()  # noqa: RUF009
+    """``--offline`` learner: IQL hyper-parameters (its seed is ``--seed``)."""
 
 
 @dataclass(frozen=True)
@@ -148,7 +157,7 @@ REPLAYS: dict[str, Replay] = {
 """The replay modes of ``--replay``, resolved in this one place."""
 
 
-def takes_td_errors(sampler: SamplerConfig) -> bool:
+def takes_td_errors(sampler: object) -> bool:
     """Whether a buffer sampler config is one that takes the learner's TD errors."""
     return any(isinstance(sampler, r.sampler) and r.td_priorities for r in REPLAYS.values())
 
@@ -160,7 +169,7 @@ def resolve_buffer_config(cfg: TrainConfig, scorer_id: str) -> BufferConfig:
     settings field (``--per-sampler.*``, ``--vlm-sampler.*``, ``--vlm-td-sampler.*``).
     """
     replay = REPLAYS[cfg.replay]
-    sampler: SamplerConfig = (
+    sampler: Any = (
         cfg.buffer.sampler
         if isinstance(cfg.buffer.sampler, replay.sampler)
         else getattr(cfg, replay.settings_field)

@@ -7,6 +7,9 @@ Pipelines (the verb modules beside this one) import from here, never from each o
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -36,11 +39,26 @@ class RobotEnvConfig:
     """Physics time the twin advances per step (None: ``env.control_hz``)."""
 
 
+_ROBOT_TYPES: ContextVar[dict[str, Any]] = ContextVar("vlmrl_robot_types", default={})  # noqa: B039 - never mutated
+
+
+@contextmanager
+def robot_types(factories: dict[str, Any]) -> Iterator[None]:
+    """Within the block, ``make_robot_env`` also builds these robot types: ``{type name: factory(ArmConfig)
+    -> LeRobot Robot}`` (a custom arm, passed by the Python API; nothing is registered globally)."""
+    token = _ROBOT_TYPES.set({**_ROBOT_TYPES.get(), **factories})
+    try:
+        yield
+    finally:
+        _ROBOT_TYPES.reset(token)
+
+
 def make_robot_env(cfg: RobotEnvConfig, out_dir: Path, robot_factories: dict[str, Any] | None = None) -> Any:
     """Build the LeRobot robot (the twin or a real arm) and wrap it in a `LeRobotEnv`.
 
     ``robot_factories`` adds robot types (``robot.lerobot_robot.make_robot``): a custom LeRobot ``Robot``
-    built from the ``ArmConfig``, passed through the Python API without editing the package.
+    built from the ``ArmConfig``, without editing the package; so do those of an enclosing
+    ``robot_types(...)`` block (how the Python API passes them to deploy and record).
 
     Raises:
         RobotError: a bad robot config (unknown type, missing port...).
@@ -62,7 +80,7 @@ def make_robot_env(cfg: RobotEnvConfig, out_dir: Path, robot_factories: dict[str
     def twin(arm: ArmConfig) -> Any:
         return make_sim_so101(arm, image_size=image_size, control_hz=twin_hz, task=cfg.task)
 
-    robot = make_robot(cfg.robot, {"sim_so101": twin, **(robot_factories or {})})
+    robot = make_robot(cfg.robot, {"sim_so101": twin, **_ROBOT_TYPES.get(), **(robot_factories or {})})
     fk = forward_kinematics if cfg.robot.type in SO10X_TYPES else None
     out_dir.mkdir(parents=True, exist_ok=True)
     return LeRobotEnv(robot, env_cfg, forward_kinematics=fk, clip_log=str(out_dir / "safety.jsonl"))

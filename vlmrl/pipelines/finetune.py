@@ -154,7 +154,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     from robot.signals import interrupt_on_signals
     from robot.teleop import KeyboardJog, LeaderArm, OperatorKeys
     from sim import make_env
-    from vlm import make_prompt
+    from vlm import scorer_prompt
 
     if cfg.episodes < 1:
         raise ConfigError(f"--episodes {cfg.episodes}: expected at least 1")
@@ -175,7 +175,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         agent.load_state_dict(resumed["agent"] if resumed else state["agent"])
         spec = env_spec(env)
         camera = f"pixels/{spec.cameras[0]}" if spec.cameras else ""
-        prompt = train.prompt or make_prompt(spec.task_description)
+        prompt = train.prompt or scorer_prompt(spec.task_description, train.scorer.kind)  # as train builds it
         scorer = make_sim_scorer(train, cfg.from_run, prompt)
         buffer_cfg = dataclasses.replace(
             cfg.buffer,
