@@ -15,13 +15,11 @@ class UniformSamplerConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
-class PERSamplerConfig:
-    """Proportional prioritised replay (Schaul et al. 2016, arXiv:1511.05952)."""
+class TDPriorityConfig:
+    """TD-error priorities (PER, Schaul et al. 2016, arXiv:1511.05952), shared by PER and VLM x TD."""
 
-    kind: Literal["per"] = "per"
-    """Sampler name (fixed)."""
     alpha: float = 0.6
-    """Priority exponent: P(i) = p_i^alpha / sum_j p_j^alpha, with p_i = |TD_i| + eps."""
+    """TD-error exponent: p_i = (|TD_i| + eps)^alpha, P(i) = p_i / sum_j p_j."""
     beta_start: float = 0.4
     """Importance-sampling exponent at learner step 0, annealed linearly to 1."""
     beta_anneal_steps: int = 100_000
@@ -31,8 +29,29 @@ class PERSamplerConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
-class VLMMixSamplerConfig:
-    """q_t = lambda_t * p_VLM + (1 - lambda_t) * uniform, lambda_t warmed up linearly."""
+class ScorePriorityConfig:
+    """VLM-score priorities, shared by the VLM mix and VLM x TD (``buffer.samplers.priority``)."""
+
+    default_score: float = 0.5
+    """Score assumed for transitions no clip score covers yet."""
+    score_exponent: float = 1.0
+    """The score factor is (score_i + score_eps) ** score_exponent."""
+    score_eps: float = 1e-3
+    """Added to scores so a score of 0 still leaves some probability."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PERSamplerConfig(TDPriorityConfig):
+    """Proportional prioritised replay on TD errors (Schaul et al. 2016, arXiv:1511.05952)."""
+
+    kind: Literal["per"] = "per"
+    """Sampler name (fixed)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class VLMMixSamplerConfig(ScorePriorityConfig):
+    """q_t = lambda_t * p_VLM + (1 - lambda_t) * uniform, lambda_t warmed up linearly; p_VLM(i) is
+    proportional to the score factor."""
 
     kind: Literal["vlm_mix"] = "vlm_mix"
     """Sampler name (fixed)."""
@@ -42,36 +61,17 @@ class VLMMixSamplerConfig:
     """Mixture weight of the VLM distribution after the warm-up."""
     warmup_steps: int = 10_000
     """Learner steps over which lambda goes linearly from lambda_start to lambda_end."""
-    default_score: float = 0.5
-    """Score assumed for transitions no clip score covers yet."""
-    score_exponent: float = 1.0
-    """p_VLM(i) is proportional to (score_i + score_eps) ** score_exponent."""
-    score_eps: float = 1e-3
-    """Added to scores so a score of 0 still leaves some probability."""
     beta: float = 0.0
     """Importance-weight exponent, weights (N q_i)^-beta; 0 keeps the VLM bias uncorrected (weights 1)."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class VLMTDSamplerConfig:
-    """Prioritised replay on the product (score + score_eps)^score_exponent * (|TD| + eps)^alpha."""
+class VLMTDSamplerConfig(TDPriorityConfig, ScorePriorityConfig):
+    """Prioritised replay on the product of the score factor and the TD priority:
+    (score + score_eps)^score_exponent * (|TD| + eps)^alpha."""
 
     kind: Literal["vlm_td"] = "vlm_td"
     """Sampler name (fixed)."""
-    alpha: float = 0.6
-    """TD-error exponent."""
-    beta_start: float = 0.4
-    """Importance-sampling exponent at learner step 0, annealed linearly to 1."""
-    beta_anneal_steps: int = 100_000
-    """Learner steps over which beta goes from beta_start to 1."""
-    eps: float = 1e-6
-    """Added to |TD|."""
-    default_score: float = 0.5
-    """Score assumed for transitions no clip score covers yet."""
-    score_exponent: float = 1.0
-    """Exponent of the score factor."""
-    score_eps: float = 1e-3
-    """Added to scores so a score of 0 still leaves some probability."""
 
 
 SamplerConfig = UniformSamplerConfig | PERSamplerConfig | VLMMixSamplerConfig | VLMTDSamplerConfig

@@ -11,6 +11,7 @@ from buffer.config import (
     PERSamplerConfig,
     PriorMixSamplerConfig,
     SamplerConfig,
+    ScorePriorityConfig,
     UniformSamplerConfig,
     VLMMixSamplerConfig,
     VLMTDSamplerConfig,
@@ -26,13 +27,18 @@ def _uniform(cfg: UniformSamplerConfig, capacity: int) -> Sampler:
     return UniformSampler(capacity)
 
 
-def _per(cfg: PERSamplerConfig, capacity: int) -> Sampler:
+def _prioritized(cfg: PERSamplerConfig | VLMTDSamplerConfig, capacity: int) -> Sampler:
+    """PER, or VLM x TD when the config also carries score priorities."""
+    scores = cfg if isinstance(cfg, ScorePriorityConfig) else None
     return PrioritizedSampler(
         capacity,
         alpha=cfg.alpha,
         beta_start=cfg.beta_start,
         beta_anneal_steps=cfg.beta_anneal_steps,
         eps=cfg.eps,
+        score_exponent=scores.score_exponent if scores else None,
+        default_score=scores.default_score if scores else 0.5,
+        score_eps=scores.score_eps if scores else 1e-3,
     )
 
 
@@ -49,19 +55,6 @@ def _vlm_mix(cfg: VLMMixSamplerConfig, capacity: int) -> Sampler:
     )
 
 
-def _vlm_td(cfg: VLMTDSamplerConfig, capacity: int) -> Sampler:
-    return PrioritizedSampler(
-        capacity,
-        alpha=cfg.alpha,
-        beta_start=cfg.beta_start,
-        beta_anneal_steps=cfg.beta_anneal_steps,
-        eps=cfg.eps,
-        score_exponent=cfg.score_exponent,
-        default_score=cfg.default_score,
-        score_eps=cfg.score_eps,
-    )
-
-
 def _prior_mix(cfg: PriorMixSamplerConfig, capacity: int) -> Sampler:
     from buffer.samplers.prior_mix import PriorMixSampler
 
@@ -72,9 +65,9 @@ def _prior_mix(cfg: PriorMixSamplerConfig, capacity: int) -> Sampler:
 
 SAMPLERS: dict[str, Callable[..., Sampler]] = {
     "uniform": _uniform,
-    "per": _per,
+    "per": _prioritized,
     "vlm_mix": _vlm_mix,
-    "vlm_td": _vlm_td,
+    "vlm_td": _prioritized,
     "prior_mix": _prior_mix,
 }
 

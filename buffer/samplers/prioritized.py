@@ -4,6 +4,7 @@ PER: Schaul et al. 2016 (arXiv:1511.05952): P(i) = p_i / sum_j p_j with p_i = (|
 weights w_i = (N P(i))^-beta / max_batch w, beta annealed linearly to 1. New transitions get the
 largest TD priority seen so far, so each is replayed at least about once.
 With `score_exponent` set (the VLM x |TD| variant) p_i is multiplied by (score_i + score_eps)^score_exponent.
+Both factors come from `buffer.samplers.priority`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from buffer.errors import BufferError
+from buffer.samplers.priority import score_factor, td_factor
 from buffer.samplers.sum_tree import SumTree
 from buffer.samplers.valid_set import ValidSet
 
@@ -53,10 +55,11 @@ class PrioritizedSampler:
         return self.beta_start + (1.0 - self.beta_start) * frac
 
     def _refresh(self, positions: np.ndarray) -> None:
-        p = self._td_priority[positions] ** self.alpha
+        p = td_factor(self._td_priority[positions], self.alpha)
         if self.score_exponent is not None:
-            s = np.where(np.isnan(self._scores[positions]), self.default_score, self._scores[positions])
-            p = p * (s.astype(np.float64) + self.score_eps) ** self.score_exponent
+            p = p * score_factor(
+                self._scores[positions], self.default_score, self.score_eps, self.score_exponent
+            )
         self._tree.set(positions, np.where(self._valid.mask[positions], p, 0.0))
 
     def add(self, positions: np.ndarray) -> None:

@@ -1,7 +1,8 @@
 """VLM-guided replay: a mixture of score-proportional and uniform sampling with a lambda warm-up.
 
 q_t(i) = lambda_t * p_VLM(i) + (1 - lambda_t) / N, with p_VLM(i) proportional to
-(score_i + score_eps)^score_exponent; transitions no clip covers yet use `default_score`.
+(score_i + score_eps)^score_exponent (`buffer.samplers.priority.score_factor`); transitions no clip covers
+yet use `default_score`.
 lambda_t goes linearly from lambda_start to lambda_end over `warmup_steps` learner steps, so early
 training (when scores are few and noisy) is nearly uniform.
 """
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from buffer.errors import BufferError
+from buffer.samplers.priority import score_factor
 from buffer.samplers.sum_tree import SumTree
 from buffer.samplers.valid_set import ValidSet
 
@@ -51,8 +53,7 @@ class VLMMixSampler:
         return self.lambda_start + (self.lambda_end - self.lambda_start) * frac
 
     def _refresh(self, positions: np.ndarray) -> None:
-        s = np.where(np.isnan(self._scores[positions]), self.default_score, self._scores[positions])
-        p = (s.astype(np.float64) + self.score_eps) ** self.score_exponent
+        p = score_factor(self._scores[positions], self.default_score, self.score_eps, self.score_exponent)
         self._tree.set(positions, np.where(self._valid.mask[positions], p, 0.0))
 
     def add(self, positions: np.ndarray) -> None:
