@@ -16,9 +16,19 @@ from typing import Annotated, Any
 
 import tyro
 
+from vlmrl.results import RunResult
 from vlmrl.train_config import ReplayMode, ScorerChoice, TrainConfig, resolved_dict
 
-__all__ = ["Config", "ReplayMode", "ScorerChoice", "TrainConfig", "demo_config", "main", "resolved_dict"]
+__all__ = [
+    "Config",
+    "ReplayMode",
+    "ScorerChoice",
+    "TrainConfig",
+    "demo_config",
+    "main",
+    "resolved_dict",
+    "run",
+]
 # TrainConfig lives in vlmrl.train_config (the trainer imports it too); checkpoints pickled before the
 # move name it vlmrl.pipelines.train.TrainConfig, which this import keeps resolvable.
 
@@ -31,13 +41,34 @@ def main(cfg: TrainConfig) -> int:
     """Train (or resume) a run; writes checkpoint, report, curves, video and policy.pt into the run dir."""
     import torch
 
+    torch.set_num_threads(cfg.torch_threads)
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    run(cfg)
+    return 0
+
+
+def run(cfg: TrainConfig, scorer: Any = None, env_factory: Any = None) -> RunResult:
+    """Train (or resume) a run (what `vlmrl train` and the Python API's ``vlmrl.train`` do); returns its run
+    directory, final evaluation and outputs.
+
+    Args:
+        cfg: the run (``cfg.resume``: continue that run directory with its saved config).
+        scorer: any ``vlm.Scorer`` instead of the one ``cfg.scorer`` builds (pass it again to resume).
+        env_factory: builds the envs from ``cfg.sim`` instead of ``sim.make_env`` (pass it again to resume).
+    """
+    import torch
+
     from vlmrl.trainer import Trainer
 
     torch.set_num_threads(cfg.torch_threads)
     os.environ.setdefault("MUJOCO_GL", "egl")
     if cfg.demo and not cfg.resume:
         cfg = demo_config(cfg)
-    trainer = Trainer.resume(Path(cfg.resume)) if cfg.resume else Trainer.create(cfg)
+    trainer = (
+        Trainer.resume(Path(cfg.resume), scorer=scorer, env_factory=env_factory)
+        if cfg.resume
+        else Trainer.create(cfg, scorer=scorer, env_factory=env_factory)
+    )
     if cfg.resume:
         trainer.cfg = dataclasses.replace(
             trainer.cfg, progress=cfg.progress, stop_after_steps=cfg.stop_after_steps
@@ -60,7 +91,9 @@ def main(cfg: TrainConfig) -> int:
     print(f"vlmrl train: {trainer.summary_line()} in {time.monotonic() - started:.0f} s")
     for name, path in outputs.items():
         print(f"  {name:<10} {path}")
-    return 0
+    final = trainer.final.as_dict() if getattr(trainer, "final", None) is not None else {}
+    metrics = {"steps": trainer.state.step, "episodes": trainer.state.episode, **final}
+    return RunResult(trainer.run_dir, metrics, outputs.get("policy"), outputs)
 
 
 DEMO_EPISODES, DEMO_STEPS = 25, 20_000
