@@ -22,7 +22,7 @@ from buffer.samplers.priority import score_factor, td_factor
 
 # [PERSamplerConfig(alpha=0.7), VLMMixSamplerConfig(lambda_end=0.9, score_exponent=2.0),
 #  VLMTDSamplerConfig(alpha=0.3, default_score=0.2), BufferConfig(sampler=VLMTDSamplerConfig(eps=1e-4))]
-# pickled (protocol 4) by the code before the merge (commit 74c9f60).
+# pickled (protocol 4) by the code before the merge (commit 31514d3).
 OLD_PICKLE = (
     "gASVeAMAAAAAAABdlCiMDWJ1ZmZlci5jb25maWeUjBBQRVJTYW1wbGVyQ29uZmlnlJOUKYGUfZQojARraW5klIwDcGVylIwFYWxw"
     "aGGURz/mZmZmZmZmjApiZXRhX3N0YXJ0lEc/2ZmZmZmZmowRYmV0YV9hbm5lYWxfc3RlcHOUSqCGAQCMA2Vwc5RHPrDG96C17Y11"

@@ -214,19 +214,21 @@ def lerobot_task(root: Path) -> str:
 
 
 def step_scores(n_steps: int, clips: list[Any], scores: np.ndarray) -> np.ndarray:
-    """Per-step score: each step carries the score of the clip that covers it (NaN before any clip)."""
-    out = np.full(n_steps, np.nan, np.float32)
-    for c, s in zip(clips, scores):
-        out[c.start : min(n_steps, c.start + c.length * c.stride)] = s
-    return out
+    """Per-step score by the clip rule (``buffer.clips``): each step carries the score of the clip whose
+    span covers it (NaN where none does)."""
+    from buffer.clips import scores_per_step
+
+    if not clips:
+        return np.full(n_steps, np.nan, np.float32)
+    return scores_per_step(n_steps, [c.start for c in clips], clips[0].length, clips[0].stride, scores)
 
 
 def main(cfg: Config) -> int:
     """Score every episode; returns 0."""
+    from buffer.clips import clip_last_step
     from sim.video import write_video
-    from vlm import Clip, apply_calibration, make_prompt, make_scorer
+    from vlm import Clip, apply_calibration, make_scorer, scorer_prompt
     from vlm.aux_reward import aux_rewards
-    from vlm.prompts import clip_goal_prompt
 
     if cfg.clip_length < 1 or cfg.clip_stride < 1:
         raise ConfigError("--clip-length and --clip-stride must be at least 1")
@@ -256,7 +258,7 @@ def main(cfg: Config) -> int:
         goal = cfg.prompt or source.task
         if not goal:
             raise ConfigError(f"{cfg.episodes}: no task sentence stored; pass --prompt")
-        prompt = cfg.prompt or (clip_goal_prompt(goal) if cfg.scorer.kind == "clip" else make_prompt(goal))
+        prompt = cfg.prompt or scorer_prompt(goal, cfg.scorer.kind)  # as train and finetune build it
         clips_of: dict[int, list[Any]] = {}
         for ref in source.buffer.new_clips():
             clips_of.setdefault(ref.episode, []).append(ref)
@@ -290,9 +292,7 @@ def main(cfg: Config) -> int:
                 scores = scorer.score(batch, prompt) if batch else np.zeros(0, np.float32)
                 raw_scores[episode] = scores
                 n_transitions = n_rows - 1
-                last_steps = np.array(
-                    [min(c.start + (c.length - 1) * c.stride, n_transitions) for c in clips]
-                )
+                last_steps = np.array([clip_last_step(c.start, c.length, c.stride) for c in clips])
                 aux = aux_rewards(cfg.aux, n_transitions, last_steps, scores, terminated=terminated)
                 where = source.write(episode, [c.clip_id for c in clips], scores, aux, scorer.scorer_id)
                 curve = step_scores(n_rows, clips, scores)
@@ -345,9 +345,11 @@ def clip_labels(success: np.ndarray, clips: list[Any]) -> np.ndarray:
     final observation only, which the clips' frames often miss (it depends on the episode's length);
     labelling by the clip's own frames would leave many recordings without a successful clip.
     """
+    from buffer.clips import clip_span
+
     reached = np.maximum.accumulate(np.asarray(success) > 0)
     last_row = len(reached) - 1
-    return np.array([reached[min(c.start + c.length * c.stride, last_row)] for c in clips], bool)
+    return np.array([reached[clip_span(c.start, c.length, c.stride, last_row)[1]] for c in clips], bool)
 
 
 def episode_labels(
