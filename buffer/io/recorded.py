@@ -3,7 +3,8 @@
 A consumer of recorded data (``vlmrl score``, the LeRobot export, prior data for training) opens the
 store with ``open_recorded``, then picks the episodes to use with
 ``buffer.storage.integrity.intact_episodes`` (refusing damage, or skipping it with ``skip_corrupt`` and
-reporting what was skipped).
+reporting what was skipped). ``load_prior_episodes`` does both and copies the intact episodes into
+a training buffer (prior data).
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from buffer.config import BufferConfig
+import numpy as np
+
+from buffer.config import BufferConfig, UniformSamplerConfig
 from buffer.errors import BufferError
 from buffer.factory import make_sampler
 from buffer.replay_buffer import ReplayBuffer
 from buffer.spec import ObsSpec, build_specs
+from buffer.storage.integrity import intact_episodes
 from buffer.storage.zarr_store import ZarrStorage
 
 
@@ -42,3 +46,51 @@ def open_recorded(
         on_damage="record",
     )
     return ReplayBuffer(cfg, storage, make_sampler(cfg.sampler, storage.capacity))
+
+
+def copy_episodes(source: ReplayBuffer, target: ReplayBuffer, episodes: Sequence[int]) -> int:
+    """Append live episodes of `source` to `target`, which stores the same observations, action size and
+    info keys (scores are not copied: the target's scorer judges them again). Returns episodes copied.
+
+    Raises:
+        BufferError: an episode's data is damaged (nothing of it is added), or the layouts differ.
+    """
+    read = source.storage.read
+    for e in episodes:
+        start, end = source.episode_rows(e)
+        rows = np.arange(start, end)
+        obs = {k: read(k, rows) for k in target.obs_keys}
+        steps = rows[:-1]
+        info = {k: read(f"info/{k}", rows) for k in target.info_keys}
+        target.add_episode(
+            obs,
+            read("action", steps),
+            read("reward", steps),
+            read("terminated", steps),
+            read("truncated", steps),
+            info,
+        )
+    return len(episodes)
+
+
+def load_prior_episodes(path: str, target: ReplayBuffer, *, skip_corrupt: bool) -> tuple[int, dict[int, str]]:
+    """Prior data for training (`train --prior-data`): copy the intact episodes of the recorded zarr store
+    at `path` into `target` (whose arrays it must hold), every row read and checked first.
+
+    Returns:
+        (episodes copied, skipped episode -> problem); damaged episodes are skipped only with
+        `skip_corrupt`, and the caller reports them (`integrity.describe_skipped`).
+
+    Raises:
+        BufferError: no store at `path`, other arrays than `target` holds, or (without `skip_corrupt`) a
+            damaged episode, named in one line.
+    """
+    if "://" not in path and not (Path(path) / "zarr.json").is_file():
+        raise BufferError(f"{path}: no zarr store here (no zarr.json)")
+    storage = ZarrStorage.open_or_create(path, target.storage.specs, capacity=2, on_damage="record")
+    try:
+        source = ReplayBuffer(target.cfg, storage, make_sampler(UniformSamplerConfig(), storage.capacity))
+        episodes, skipped = intact_episodes(storage, skip_corrupt=skip_corrupt)
+        return copy_episodes(source, target, episodes), skipped
+    finally:
+        storage.close()

@@ -198,3 +198,21 @@ def test_a_shard_lost_while_open_reads_as_missing_not_black(make, tmp_path):
         BufferError, match=r"row 3 \(episode 0, step 3\) is missing \(shard file .* does not exist\)"
     ):
         buf.storage.read("pixels/front", np.array([3]))
+
+
+def test_prior_data_copies_intact_episodes_and_names_the_damaged(store, make):
+    from buffer.io.recorded import load_prior_episodes
+
+    delete(shard(store, 1))  # episodes 1 and 2
+    target = make("memory", name="target", capacity_steps=100)
+    with pytest.raises(BufferError, match=r"2 episode\(s\) damaged \[1, 2\].*--skip-corrupt"):
+        load_prior_episodes(str(store), target, skip_corrupt=False)
+    assert target.num_episodes == 0
+    copied, skipped = load_prior_episodes(str(store), target, skip_corrupt=True)
+    assert copied == 2 and sorted(skipped) == [1, 2] and target.num_episodes == 2
+    for new, old in ((0, 0), (1, 3)):
+        rows = np.arange(*target.episode_rows(new))
+        frames = target.storage.read("pixels/front", rows)
+        for t in range(len(rows)):
+            np.testing.assert_array_equal(frames[t], step_obs(old, t)["pixels/front"])
+        np.testing.assert_array_equal(target.storage.read("action", rows[:-1])[:, 0], old)
