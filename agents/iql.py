@@ -167,7 +167,7 @@ class IQL:
         reward = torch.as_tensor(batch.reward, device=self.device)
         discount = torch.as_tensor(batch.discount, device=self.device)
         weights = torch.as_tensor(batch.weights, device=self.device)
-        self.encoder.normalizer.update(self.encoder.state_vector(obs))
+        self.encoder.update_statistics(obs)
         if self.has_pixels and self.cfg.pixel.shift_pad_px > 0:
             pad = self.cfg.pixel.shift_pad_px
             obs = {k: random_shift(v, pad, self.generator) if is_pixel_key(k) else v for k, v in obs.items()}

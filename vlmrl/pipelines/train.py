@@ -43,6 +43,10 @@ def main(cfg: TrainConfig) -> int:
 
     torch.set_num_threads(cfg.torch_threads)
     os.environ.setdefault("MUJOCO_GL", "egl")
+    from vlmrl import offline
+
+    if cfg.offline is not None or (cfg.resume and offline.is_offline_run(Path(cfg.resume))):
+        return offline.main(offline.from_train_config(cfg))
     run(cfg)
     return 0
 

@@ -1,0 +1,206 @@
+"""vlmrl train --offline end to end: vlmrl record (twin) -> vlmrl score -> IQL on the zarr store (twin
+evaluation) and on its LeRobotDataset v3.0 export (held-out metrics); exact resume; bad input in one line."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+import zarr
+
+from agents.config import IQLConfig, PixelEncoderConfig
+from robot.config import ArmConfig, LeRobotEnvConfig, WatchdogConfig
+from vlm.config import OracleConfig
+from vlmrl import cli
+from vlmrl.datasets import label_rewards, load_episodes
+from vlmrl.errors import ConfigError
+from vlmrl.offline import OfflineConfig, main
+from vlmrl.pipelines import record, score
+
+TINY = IQLConfig(hidden_dims=(16, 16), pixel=PixelEncoderConfig(channels=4, num_layers=2, feature_dim=8))
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """A twin recording (scripted expert, 3 episodes of 10 steps, 32 px) scored by the oracle."""
+    root = tmp_path_factory.mktemp("offline")
+    cfg = record.Config(
+        robot=ArmConfig(type="sim_so101", cameras=("front",), calibration_dir=str(root / "calib")),
+        env=LeRobotEnvConfig(
+            control_hz=200.0,
+            max_episode_steps=10,
+            image_size=32,
+            reset_settle_steps=1,
+            keyboard_estop=False,
+            watchdog=WatchdogConfig(enabled=False),
+        ),
+        twin_control_hz=20.0,
+        out_dir=root / "rec",
+        source="scripted",
+        episodes=3,
+    )
+    assert record.main(cfg) == 0
+    for data in (root / "rec" / "episodes.zarr", root / "rec" / "lerobot"):
+        assert (
+            score.main(
+                score.Config(episodes=data, scorer=OracleConfig(), out_dir=root / f"report-{data.name}")
+            )
+            == 0
+        )
+    return root / "rec"
+
+
+def offline_cfg(data, run_dir, **overrides) -> OfflineConfig:
+    base = dict(
+        data=data,
+        policy_obs="robot",
+        run_dir=str(run_dir),
+        agent=TINY,
+        gradient_steps=20,
+        batch_size=8,
+        eval_every_steps=10,
+        eval_episodes=1,
+        checkpoint_every_steps=10,
+        holdout_fraction=0.34,
+    )
+    return OfflineConfig(**(base | overrides))
+
+
+def test_offline_on_a_twin_store_evaluates_in_the_twin_and_exports(recorded, tmp_path):
+    store = recorded / "episodes.zarr"
+    episodes = load_episodes(store)
+    assert set(episodes.aux) == {"oracle"} and episodes.num_episodes == 3
+    sparse = label_rewards(episodes, "sparse")
+    both = label_rewards(episodes, "sparse+aux", aux_weight=0.5)
+    np.testing.assert_allclose(both, sparse + 0.5 * episodes.aux["oracle"] * _not_last(episodes))
+    assert main(offline_cfg(store, tmp_path / "run", reward="sparse+aux")) == 0
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "success rate in the SO-101 twin" in report and "sparse+aux" in report
+    assert "success_rate" in report  # twin evaluation, not the held-out metrics
+    from agents.export import load_policy
+
+    policy = load_policy(tmp_path / "run" / "policy.pt")
+    assert sorted(policy.obs_spec) == sorted(k for k in episodes.obs if k != "state")  # joints + pixels
+
+
+def _not_last(episodes) -> np.ndarray:
+    mask = np.ones(len(episodes.action), np.float32)
+    mask[episodes.ends - 1] = 0.0
+    return mask
+
+
+def test_offline_on_a_lerobot_export_reports_held_out_metrics(recorded, tmp_path):
+    data = recorded / "lerobot"
+    assert load_episodes(data).aux.keys() == {"oracle"}  # the sidecar parquet vlmrl score wrote
+    run = tmp_path / "run"
+    code = cli.main(["train", "--offline", str(data), "--reward", "scorer:oracle", *cli_args(run)])
+    assert code == 0
+    history = torch.load(run / "checkpoint.pt", weights_only=False)["history"]
+    assert {"value_success", "value_failure", "value_auc", "action_mae"} <= set(history[-1])
+    assert np.isfinite(history[-1]["action_mae"])
+
+
+def cli_args(run) -> list[str]:
+    return [
+        "--run-dir", str(run), "--total-steps", "20", "--batch-size", "8", "--eval-every-steps", "10",
+        "--iql.hidden-dims", "16", "16", "--iql.pixel.channels", "4", "--iql.pixel.num-layers", "2",
+        "--no-progress", "--policy-obs", "robot",
+    ]  # fmt: skip
+
+
+def test_resume_continues_exactly(recorded, tmp_path):
+    store = recorded / "episodes.zarr"
+    assert main(offline_cfg(store, tmp_path / "whole")) == 0
+    assert main(offline_cfg(store, tmp_path / "split", stop_after_steps=10)) == 0
+    assert main(OfflineConfig(resume=str(tmp_path / "split"))) == 0
+    whole = torch.load(tmp_path / "whole" / "checkpoint.pt", weights_only=False)
+    split = torch.load(tmp_path / "split" / "checkpoint.pt", weights_only=False)
+    assert split["step"] == whole["step"] == 20
+    for name in ("actor", "critic", "value"):
+        for a, b in zip(whole["agent"][name].values(), split["agent"][name].values(), strict=True):
+            assert torch.equal(a, b), name
+
+
+def state_only_store(path):
+    from buffer import BufferConfig, make_buffer
+
+    buffer = make_buffer(
+        BufferConfig(storage="zarr", capacity_steps=64),
+        {"state": ((3,), np.dtype(np.float32))},
+        2,
+        ("success",),
+        path=str(path),
+    )
+    with buffer:
+        buffer.add_episode(
+            {"state": np.zeros((5, 3), np.float32)},
+            np.zeros((4, 2)),
+            np.zeros(4),
+            np.zeros(4, bool),
+            np.eye(4, dtype=bool)[3],
+        )
+    return path
+
+
+def test_bad_input_gets_one_line(recorded, tmp_path, capsys):
+    store = recorded / "episodes.zarr"
+    state_only = state_only_store(tmp_path / "state.zarr")
+    cases = {
+        "no aux_reward/hf-x": (store, ["--reward", "scorer:hf-x"]),
+        "has no LeRobot joint keys": (state_only, []),  # cli_args ask for --policy-obs robot
+        "neither a vlmrl zarr store": (tmp_path / "nothing", []),
+        "expected sparse, aux": (store, ["--reward", "dense"]),
+    }
+    for expected, (data, args) in cases.items():
+        code = cli.main(["train", "--offline", str(data), *cli_args(tmp_path / "bad"), *args])
+        err = capsys.readouterr().err.strip()
+        assert code == 1 and expected in err and len(err.splitlines()) == 1, err
+        assert "vlmrl score" in err or not expected.startswith("no aux")
+    assert not (tmp_path / "bad").exists()  # a run that cannot start leaves no directory
+
+
+def test_empty_nan_and_actionless_datasets_are_refused(recorded, tmp_path):
+    from buffer import BufferConfig, make_buffer
+
+    empty = tmp_path / "empty.zarr"
+    make_buffer(
+        BufferConfig(storage="zarr", capacity_steps=64),
+        {"state": ((3,), np.dtype(np.float32))},
+        2,
+        (),
+        path=str(empty),
+    ).close()
+    with pytest.raises(ConfigError, match="holds no episodes"):
+        load_episodes(empty)
+
+    nan_store = tmp_path / "nan.zarr"
+    shutil.copytree(recorded / "episodes.zarr", nan_store)
+    action = zarr.open_array(str(nan_store / "action"), mode="a")
+    action[3, 1] = np.nan
+    with pytest.raises(ConfigError, match=r"'action' holds NaN or inf \(episode 0, step 3\)"):
+        load_episodes(nan_store)
+
+    actionless = tmp_path / "actionless"
+    shutil.copytree(recorded / "lerobot", actionless)
+    info = json.loads((actionless / "meta" / "info.json").read_text())
+    del info["features"]["action"]
+    (actionless / "meta" / "info.json").write_text(json.dumps(info))
+    with pytest.raises(Exception, match="no 'action' feature"):
+        load_episodes(actionless)
+
+
+def test_sparse_reward_marks_transitions_that_reach_success(recorded):
+    episodes = load_episodes(recorded / "episodes.zarr")
+    rewards = label_rewards(episodes, "sparse")
+    for s, e in zip(episodes.starts, episodes.ends):
+        np.testing.assert_array_equal(
+            rewards[s : e - 1], (episodes.success[s + 1 : e] > 0.5).astype(np.float32)
+        )
+        assert rewards[e - 1] == 0.0
+    with pytest.raises(ConfigError, match="expected sparse, aux"):
+        label_rewards(episodes, "dense")
+    assert dataclasses.is_dataclass(OfflineConfig())
