@@ -95,12 +95,19 @@ def lerobot_spec(
     return obs_spec, action_dim, tuple(info_keys)
 
 
-def import_lerobot(root: str | Path, buffer: ReplayBuffer, skipped: dict[int, str] | None = None) -> int:
+def import_lerobot(
+    root: str | Path,
+    buffer: ReplayBuffer,
+    skipped: dict[int, str] | None = None,
+    imported: list[int] | None = None,
+) -> int:
     """Add every episode of a local LeRobotDataset directory to `buffer`; returns episodes added.
 
     Args:
         skipped: when given, episodes whose files are missing or unreadable are left out and recorded
             here (dataset episode index -> problem); otherwise the first one raises.
+        imported: when given, the dataset episode index of each episode added, in order (buffer episode
+            ids count from the buffer's own first id, and skipped episodes leave gaps in the dataset's).
 
     Raises:
         BufferError: unreadable dataset, or features that do not match the buffer's arrays.
@@ -115,6 +122,8 @@ def import_lerobot(root: str | Path, buffer: ReplayBuffer, skipped: dict[int, st
             continue
         _add(buffer, episode, reader, root)
         added += 1
+        if imported is not None:
+            imported.append(episode.index)
     return added
 
 

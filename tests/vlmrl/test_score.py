@@ -203,3 +203,41 @@ def test_a_failed_score_leaves_the_previous_report_untouched(tmp_path):
             )
         )
     assert {p.name: p.read_bytes() for p in report.iterdir()} == before
+
+
+def test_a_lerobot_dataset_with_a_damaged_episode_is_scored_around_it_with_skip_corrupt(tmp_path, capsys):
+    import pandas as pd
+
+    buf = make_buffer(BufferConfig(storage="memory", capacity_steps=64), OBS, 6, ("success", "progress"))
+    for t in (5, 6, 7):
+        progress = np.linspace(0, 1, t + 1).astype(np.float32)
+        buf.add_episode(
+            obs={
+                "state": np.zeros((t + 1, 6), np.float32),
+                "pixels/front": np.full((t + 1, 24, 24, 3), 128, np.uint8),
+            },
+            action=np.zeros((t, 6), np.float32),
+            reward=np.zeros(t, np.float32),
+            terminated=np.eye(1, t, t - 1, dtype=bool)[0],
+            truncated=np.zeros(t, bool),
+            info={"success": (progress >= 1).astype(np.float32), "progress": progress},
+        )
+    root = tmp_path / "ds"
+    export_lerobot(buf, root, fps=10, task="Pick up the red cube.", vcodec="h264")
+    buf.close()
+    meta_path = next((root / "meta" / "episodes").glob("*/*.parquet"))
+    meta = pd.read_parquet(meta_path)
+    meta.loc[meta["episode_index"] == 1, "videos/observation.images.front/from_timestamp"] = 100.0
+    meta.to_parquet(meta_path)  # episode 1 now points past the end of the video
+
+    cfg = score.Config(episodes=root, scorer=OracleConfig(), clip_length=2, out_dir=tmp_path / "r")
+    with pytest.raises(Exception, match=r"episode 1: frames .* missing from the video"):
+        score.main(cfg)
+    assert score.main(score.Config(**{**cfg.__dict__, "skip_corrupt": True})) == 0
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert [r["episode"] for r in summary["episodes"]] == [0, 2] and list(summary["skipped"]) == ["1"]
+    assert [r["steps"] for r in summary["episodes"]] == [5, 7]
+    table = pq.read_table(next((root / "vlmrl_scores").glob("*.parquet"))).to_pandas()
+    assert sorted(set(table["episode_index"])) == [0, 2]  # the dataset's own episode indices
+    assert (table["episode_index"] == 2).sum() == 8
+    assert "1 episode(s) skipped [1]" in capsys.readouterr().out

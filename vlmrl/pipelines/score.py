@@ -143,8 +143,17 @@ class EpisodeSource:
         else:
             self.buffer = make_buffer(buf_cfg, obs_spec, action_dim, info_keys)
             self.damaged = {}
-        if self.is_lerobot:
-            import_lerobot(path, self.buffer)
+        self.dataset_index: list[
+            int
+        ] = []  # LeRobotDataset: the dataset's episode index of each buffer episode
+        if self.is_lerobot:  # damaged episodes are not imported; named in self.skipped_on_import
+            self.skipped_on_import: dict[int, str] = {}
+            import_lerobot(
+                path,
+                self.buffer,
+                skipped=self.skipped_on_import if cfg.skip_corrupt else None,
+                imported=self.dataset_index,
+            )
         self.task = str(attrs.get("task_description", ""))
         self.fps = float(attrs.get("control_hz", 10.0))
         self._rows: list[dict[str, Any]] = []
@@ -153,6 +162,12 @@ class EpisodeSource:
         """Live episode ids, oldest first."""
         table = self.buffer.storage.episodes()
         return list(range(table.first, table.first + table.count))
+
+    def label(self, episode: int) -> int:
+        """The episode's id in the source: the store's, or the LeRobotDataset's ``episode_index``."""
+        if not self.is_lerobot:
+            return episode
+        return self.dataset_index[episode - self.buffer.storage.episodes().first]
 
     def write(
         self, episode: int, clip_ids: list[int], scores: np.ndarray, aux: np.ndarray, scorer_id: str
@@ -169,7 +184,7 @@ class EpisodeSource:
             score = float(per_row[t]) if t < len(per_row) else float(per_row[-1])
             aux_t = float(aux[t]) if t < len(aux) else 0.0
             self._rows.append(
-                {"episode_index": episode, "frame_index": t, "score": score, "aux_reward": aux_t}
+                {"episode_index": self.label(episode), "frame_index": t, "score": score, "aux_reward": aux_t}
             )
         return str(self.path / "vlmrl_scores" / f"{scorer_id}.parquet")
 
@@ -286,8 +301,8 @@ def main(cfg: Config) -> int:
                 except BufferError as exc:
                     if not cfg.skip_corrupt:
                         raise
-                    skipped[episode] = str(exc)
-                    print(f"score: skipped episode {episode}: {exc}")
+                    skipped[source.label(episode)] = str(exc)
+                    print(f"score: skipped episode {source.label(episode)}: {exc}")
                     continue
                 scores = scorer.score(batch, prompt) if batch else np.zeros(0, np.float32)
                 raw_scores[episode] = scores
@@ -296,12 +311,12 @@ def main(cfg: Config) -> int:
                 aux = aux_rewards(cfg.aux, n_transitions, last_steps, scores, terminated=terminated)
                 where = source.write(episode, [c.clip_id for c in clips], scores, aux, scorer.scorer_id)
                 curve = step_scores(n_rows, clips, scores)
-                video = out_dir / f"episode_{episode}.mp4"
+                video = out_dir / f"episode_{source.label(episode)}.mp4"
                 write_video(compose_report_frames(frames, curve, info.get("progress")), video, fps=source.fps)
                 success = info.get("success")
                 rows.append(
                     {
-                        "episode": episode,
+                        "episode": source.label(episode),
                         "steps": n_transitions,
                         "clips": len(clips),
                         "mean_score": float(np.mean(scores)) if len(scores) else None,
@@ -313,6 +328,7 @@ def main(cfg: Config) -> int:
                     }
                 )
             source.flush(scorer, prompt)
+            skipped.update(getattr(source, "skipped_on_import", {}))
         finally:
             scorer.close()
     finally:
