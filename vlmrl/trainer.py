@@ -330,6 +330,7 @@ class Trainer:
             ),
             "num_episodes_committed": self.buffer.num_episodes,
             "scoring": self.link.state_dict() if self.link is not None else None,
+            "buffer_config": self.buffer_cfg,  # as resolved (sampler, aux-reward weight): for reading only
             # What the policy reads, for `vlmrl finetune` / `deploy`: key -> (shape, dtype name).
             "policy_obs_spec": {
                 k: (tuple(shape), np.dtype(dt).name) for k, (shape, dt) in self.policy_obs_spec.items()

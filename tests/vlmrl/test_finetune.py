@@ -1,5 +1,6 @@
 """vlmrl finetune end to end on the twin: sim checkpoint -> robot episodes -> zarr -> async scores -> SAC."""
 
+import dataclasses
 import json
 from types import SimpleNamespace
 
@@ -22,7 +23,7 @@ ROBOT_OBS = {"pixels/front": ((32, 32, 3), np.dtype(np.uint8))} | {
 }
 
 
-def sim_run(tmp_path, obs_spec=ROBOT_OBS):
+def sim_run(tmp_path, obs_spec=ROBOT_OBS, aux_reward=None):
     """A run directory shaped like `vlmrl train`'s checkpoint, with an agent reading robot keys."""
     sim_cfg = SimConfig(task="lift", cameras=("front",), image_size=32)
     env = make_env(sim_cfg)
@@ -36,7 +37,7 @@ def sim_run(tmp_path, obs_spec=ROBOT_OBS):
         batch_size=8,
         scorer=OracleConfig(),
         prompt="",
-        aux_reward=AuxRewardConfig(kind="scaled"),
+        aux_reward=aux_reward or AuxRewardConfig(kind="scaled"),
         aux_reward_weight=0.5,
         worker=WorkerConfig(),
     )
@@ -150,3 +151,122 @@ def test_a_policy_on_privileged_sim_state_is_refused(tmp_path):
         finetune.main(config(tmp_path, run))
     with pytest.raises(ConfigError, match="no checkpoint"):
         finetune.main(config(tmp_path, tmp_path / "nowhere"))
+
+
+def unweighted_and_stored_aux(store, buffer_cfg, aux_cfg):
+    """Per episode of a run's store: (``vlm.aux_rewards`` at weight 1 of the stored clip scores, the stored
+    aux rewards), concatenated over episodes, by the clip rule the scoring link uses."""
+    from buffer.clips import plan_clips
+    from vlm.aux_reward import aux_rewards
+
+    meta = json.loads((store / "zarr.json").read_text())["attributes"]["vlmrl_buffer"]
+    env = meta["env"]
+    spec = {k: (tuple(s), np.dtype(d)) for k, (s, d) in env["obs_spec"].items()}
+    buffer = make_buffer(
+        dataclasses.replace(buffer_cfg, n_step=1),
+        spec,
+        int(env["action_dim"]),
+        tuple(env["info_keys"]),
+        path=str(store),
+    )
+    try:
+        (score_column,) = [c for c in buffer.storage.columns() if c.startswith("scores/")]
+        aux_column = "aux_reward/" + score_column.split("/", 1)[1]
+        expected, stored = [], []
+        for episode in range(buffer.num_episodes):
+            start, end = buffer.episode_rows(episode)
+            clips = plan_clips(episode, start, end, buffer_cfg.clip_length, buffer_cfg.clip_stride, "")
+            scores = buffer.storage.read(score_column, np.array([c.clip_id for c in clips]))
+            last = np.array([c.start + (c.length - 1) * c.stride for c in clips])
+            terminated = bool(buffer.storage.read("terminated", np.array([end - 2]))[0])
+            unit = dataclasses.replace(aux_cfg, weight=1.0, gamma=buffer_cfg.gamma)
+            expected.append(aux_rewards(unit, end - start - 1, last, scores, terminated))
+            stored.append(buffer.storage.read(aux_column, start + np.arange(end - start - 1)))
+        # What a batch gets: the env reward plus the buffer's aux weight times the stored aux reward.
+        batch = buffer.sample(16)
+        env_reward = buffer.storage.read("reward", batch.indices)
+        aux = buffer.storage.read(aux_column, batch.indices)
+        np.testing.assert_allclose(batch.reward, env_reward + buffer_cfg.aux_reward_weight * aux, atol=1e-6)
+    finally:
+        buffer.close()
+    return np.concatenate(expected), np.concatenate(stored)
+
+
+def effective_aux_weight(run_dir, store, aux_cfg) -> float:
+    """How many times the unweighted aux reward of its clip scores a run's sampled rewards get."""
+    from vlmrl.checkpoint import load_checkpoint
+
+    buffer_cfg = load_checkpoint(run_dir)["buffer_config"]
+    unit, stored = unweighted_and_stored_aux(store, buffer_cfg, aux_cfg)
+    assert np.abs(unit).max() > 0  # something to weigh
+    ratio = stored[unit != 0] / unit[unit != 0]
+    np.testing.assert_allclose(ratio, ratio[0], rtol=1e-5)
+    return float(ratio[0]) * buffer_cfg.aux_reward_weight
+
+
+def test_train_and_finetune_give_the_aux_reward_one_weight(tmp_path):
+    """One weight (aux_reward_weight) in both pipelines; finetune used to force the scorer's aux weight to 1
+    where train multiplied by it, and new train runs now refuse a second weight."""
+    from vlmrl.pipelines import train
+
+    scaled = AuxRewardConfig(kind="scaled")
+    sim = train.TrainConfig(
+        sim=SimConfig(task="reach", cameras=("front",), image_size=32, max_episode_steps=6),
+        agent=SACConfig(hidden_dims=(16, 16)),
+        policy_obs="robot",
+        buffer=BufferConfig(storage="zarr", capacity_steps=500, clip_length=3, clip_stride=1),
+        aux_reward=scaled,
+        aux_reward_weight=0.5,
+        total_steps=24,
+        learning_starts=12,
+        batch_size=8,
+        eval_episodes=1,
+        video_episodes=0,
+        sync_scoring=True,
+        run_dir=str(tmp_path / "sim"),
+        progress=False,
+    )
+    with pytest.raises(ConfigError, match="one weight"):
+        train.main(dataclasses.replace(sim, aux_reward=AuxRewardConfig(kind="scaled", weight=2.0)))
+    assert train.main(sim) == 0
+    assert finetune.main(config(tmp_path, tmp_path / "sim", task="reach")) == 0
+    trained = effective_aux_weight(tmp_path / "sim", tmp_path / "sim" / "buffer.zarr", scaled)
+    tuned = effective_aux_weight(tmp_path / "ft", tmp_path / "ft" / "buffer.zarr", scaled)
+    assert trained == pytest.approx(0.5) and tuned == pytest.approx(0.5)
+
+
+def test_a_sim_run_with_two_aux_weights_keeps_their_product_in_finetune(tmp_path):
+    """A checkpoint from before the one-weight rule (aux_reward.weight 2, aux_reward_weight 0.5): train
+    resumed it with weight 1.0 (the product), and so does finetune now (it used 0.5)."""
+    run, _ = sim_run(tmp_path, aux_reward=AuxRewardConfig(kind="scaled", weight=2.0))
+    assert finetune.main(config(tmp_path, run)) == 0
+    weight = effective_aux_weight(
+        tmp_path / "ft", tmp_path / "ft" / "buffer.zarr", AuxRewardConfig(kind="scaled")
+    )
+    assert weight == pytest.approx(1.0)
+
+
+def test_finetune_reads_a_sim_run_written_before_new_config_fields(tmp_path):
+    """The sim run's checkpoint goes through checkpoint.load_checkpoint (fill_new_fields), as a resume does;
+    finetune's own torch.load failed on configs pickled before fields were added."""
+    from vlmrl.train_config import TrainConfig
+
+    sim_cfg = SimConfig(task="lift", cameras=("front",), image_size=32)
+    env = make_env(sim_cfg)
+    agent = SAC(SACConfig(hidden_dims=(32, 32)), ROBOT_OBS, env.action_space)
+    env.close()
+    train = TrainConfig(sim=sim_cfg, agent=agent.cfg, policy_obs="robot", batch_size=8)
+    # What an older version pickled: no camera calibration in the sim config, no sampler settings, no
+    # score calibration in the run config.
+    del vars(train.sim)["camera_calibration"]
+    del vars(train)["vlm_sampler"]
+    del vars(train)["score_calibration"]
+    run = tmp_path / "old_run"
+    (run / "checkpoint").mkdir(parents=True)
+    spec = {k: [list(s), d.name] for k, (s, d) in ROBOT_OBS.items()}
+    torch.save(
+        {"config": train, "agent": agent.state_dict(), "policy_obs_spec": spec},
+        run / "checkpoint" / "state.pt",
+    )
+    assert finetune.main(config(tmp_path, run, episodes=1)) == 0
+    assert (tmp_path / "ft" / "policy.pt").is_file()

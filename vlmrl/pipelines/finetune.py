@@ -284,6 +284,7 @@ def checkpoint_state(
         "loop": dataclasses.replace(loop, evals=list(loop.evals), train_log=list(loop.train_log)),
         "num_episodes_committed": buffer.num_episodes,
         "scoring": link.state_dict(),
+        "buffer_config": buffer.cfg,  # as resolved (sampler, aux-reward weight): for reading only
         "policy_obs_spec": {k: (tuple(shape), np.dtype(dt).name) for k, (shape, dt) in obs_spec.items()},
     }
 
