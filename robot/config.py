@@ -5,45 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-SO101_JOINT_KEYS: tuple[str, ...] = (
-    "shoulder_pan.pos",
-    "shoulder_lift.pos",
-    "elbow_flex.pos",
-    "wrist_flex.pos",
-    "wrist_roll.pos",
-    "gripper.pos",
-)
-"""Action/observation keys of LeRobot's SO-100/SO-101 follower, in its motor order."""
+from robot.arms import SO101
 
-SO101_JOINT_LIMITS: dict[str, tuple[float, float]] = {
-    "shoulder_pan.pos": (-110.0, 110.0),
-    "shoulder_lift.pos": (-100.0, 100.0),
-    "elbow_flex.pos": (-97.0, 97.0),
-    "wrist_flex.pos": (-95.0, 95.0),
-    "wrist_roll.pos": (-157.0, 157.0),
-    "gripper.pos": (0.0, 100.0),
-}
-"""Command limits for an SO-101 follower with ``use_degrees=True`` (degrees; gripper 0..100): the public
-SO-101 model's joint ranges (wrist_roll made symmetric)."""
+SO101_JOINT_KEYS: tuple[str, ...] = SO101.keys
+"""Action/observation keys of LeRobot's SO-100/SO-101 follower, in its motor order (``robot.arms``)."""
 
-SO101_MAX_STEP: dict[str, float] = {
-    "shoulder_pan.pos": 8.0,
-    "shoulder_lift.pos": 8.0,
-    "elbow_flex.pos": 8.0,
-    "wrist_flex.pos": 10.0,
-    "wrist_roll.pos": 10.0,
-    "gripper.pos": 15.0,
-}
-"""Largest command change per control step for the SO-101 (at 30 Hz, 8 deg/step is 240 deg/s)."""
+SO101_JOINT_LIMITS: dict[str, tuple[float, float]] = SO101.joint_limits()
+"""Command limits for an SO-101 follower with ``use_degrees=True`` (``robot.arms.SO101``)."""
 
-SO101_HOME: dict[str, float] = {
-    "shoulder_pan.pos": 0.0,
-    "shoulder_lift.pos": 0.0,
-    "elbow_flex.pos": 0.0,
-    "wrist_flex.pos": 0.0,
-    "wrist_roll.pos": 0.0,
-    "gripper.pos": 10.0,
-}
+SO101_MAX_STEP: dict[str, float] = SO101.max_steps()
+"""Largest command change per control step for the SO-101 (``robot.arms.SO101``)."""
+
+SO101_HOME: dict[str, float] = SO101.home_pose()
 """Default reset pose (LeRobot units) the adapter drives to, through the safety layer, on ``reset``."""
 
 
@@ -119,7 +92,8 @@ class ArmConfig:
     """Which LeRobot robot to drive, built from LeRobot's own config classes (``--robot.type ...``)."""
 
     type: str = "sim_so101"
-    """LeRobot robot type: sim_so101 (the MuJoCo twin), so101_follower, so100_follower, koch_follower."""
+    """LeRobot robot type: sim_so101 (the MuJoCo twin), so101_follower, so100_follower, koch_follower (the
+    arms of ``robot.arms.ARMS``), or any type a robot factory is given for."""
     port: str | None = None
     """Serial port of a real arm's motor bus, e.g. /dev/ttyACM0 (required for real arms)."""
     id: str | None = None
@@ -140,3 +114,22 @@ class ArmConfig:
     """Real arms: let the motors go limp when disconnecting."""
     calibration_dir: str | None = None
     """Directory of LeRobot calibration files (None: LeRobot's default under ~/.cache/huggingface)."""
+
+
+def env_config_for_arm(cfg: LeRobotEnvConfig, robot_type: str) -> LeRobotEnvConfig:
+    """``cfg`` with the arm's own safety limits, max steps and home pose (``robot.arms``) where it still
+    holds the SO-101 defaults; values the user set are kept. Types of no known arm: ``cfg`` unchanged."""
+    from dataclasses import replace
+
+    from robot.arms import arm_for
+
+    arm = arm_for(robot_type)
+    if arm is None or arm is SO101:
+        return cfg
+    safety = cfg.safety
+    if safety.joint_limits == SO101_JOINT_LIMITS:
+        safety = replace(safety, joint_limits=arm.joint_limits())
+    if safety.max_step == SO101_MAX_STEP:
+        safety = replace(safety, max_step=arm.max_steps())
+    home = arm.home_pose() if cfg.home == SO101_HOME else cfg.home
+    return replace(cfg, safety=safety, home=home)

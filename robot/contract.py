@@ -20,19 +20,13 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
+from robot.arms import SO101
 from robot.errors import RobotError
 
-JOINT_NAMES: tuple[str, ...] = (
-    "shoulder_pan",
-    "shoulder_lift",
-    "elbow_flex",
-    "wrist_flex",
-    "wrist_roll",
-    "gripper",
-)
-"""LeRobot's SO-100/SO-101 motor names, base to gripper."""
+JOINT_NAMES: tuple[str, ...] = SO101.motors
+"""LeRobot's SO-100/SO-101 motor names, base to gripper (``robot.arms.SO101``; other arms: ``robot.arms``)."""
 
-JOINT_KEYS: tuple[str, ...] = tuple(f"{name}.pos" for name in JOINT_NAMES)
+JOINT_KEYS: tuple[str, ...] = SO101.keys
 """Observation/action keys of the SO-101 joints in LeRobot's naming (``"shoulder_pan.pos"``, ...)."""
 
 STATE_KEY = "state"

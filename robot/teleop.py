@@ -12,18 +12,22 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from robot.arms import SO101, arm_for, leader_modules
 from robot.errors import RobotError
 
 logger = logging.getLogger("robot.teleop")
 
-JOG_KEYS: dict[str, tuple[str, str]] = {
-    "shoulder_pan.pos": ("q", "a"),
-    "shoulder_lift.pos": ("w", "s"),
-    "elbow_flex.pos": ("e", "d"),
-    "wrist_flex.pos": ("r", "f"),
-    "wrist_roll.pos": ("t", "g"),
-    "gripper.pos": ("y", "h"),
-}
+JOG_KEY_PAIRS: tuple[tuple[str, str], ...] = (
+    ("q", "a"),
+    ("w", "s"),
+    ("e", "d"),
+    ("r", "f"),
+    ("t", "g"),
+    ("y", "h"),
+)
+"""(increase, decrease) keys for the first, second, ... joint of any arm (`KeyboardJog`)."""
+
+JOG_KEYS: dict[str, tuple[str, str]] = dict(zip(SO101.keys, JOG_KEY_PAIRS))
 """(increase, decrease) key per SO-101 joint for `KeyboardJog`."""
 
 OPERATOR_KEYS: dict[str, str] = {
@@ -72,7 +76,8 @@ def _listen(on_press: Any, on_release: Any) -> Any:
 
 
 class KeyboardJog:
-    """Jog joints with held keys (`JOG_KEYS`): each control step moves a held joint by ``step``.
+    """Jog joints with held keys (`JOG_KEY_PAIRS`, by joint order): each control step moves a held joint
+    by ``step``.
 
     Args:
         keys: action keys in order.
@@ -103,8 +108,7 @@ class KeyboardJog:
         with self._lock:
             if self._target is None:
                 self._target = {k: float(measured[k]) for k in self.keys}
-            for key in self.keys:
-                up, down = JOG_KEYS.get(key, ("", ""))
+            for key, (up, down) in zip(self.keys, JOG_KEY_PAIRS):
                 direction = (up in self._held) - (down in self._held)
                 self._target[key] += direction * self.step.get(key, 0.0)
             return dict(self._target)
@@ -121,18 +125,29 @@ class KeyboardJog:
             self._listener = None
 
 
+def leader_type_for(robot_type: str) -> str:
+    """The LeRobot leader type matching a follower robot type (``so101_follower`` -> ``so101_leader``).
+
+    Raises:
+        RobotError: the robot type is no arm of ``robot.arms.ARMS`` or has no leader arm.
+    """
+    arm = arm_for(robot_type)
+    if arm is None or arm.leader_type is None:
+        raise RobotError(
+            f"robot type {robot_type!r} has no known leader arm; give the leader type "
+            f"(one of {sorted(leader_modules())})"
+        )
+    return arm.leader_type
+
+
 class LeaderArm:
-    """A LeRobot leader arm (``so101_leader``, ``so100_leader``, ``koch_leader``) as a `Teleop`.
+    """A LeRobot leader arm (any ``leader_type`` of ``robot.arms.ARMS``) as a `Teleop`.
 
     Raises:
         RobotError: an unknown type or a missing port.
     """
 
-    MODULES = {  # noqa: RUF012 - a constant table
-        "so101_leader": "lerobot.teleoperators.so_leader",
-        "so100_leader": "lerobot.teleoperators.so_leader",
-        "koch_leader": "lerobot.teleoperators.koch_leader",
-    }
+    MODULES = leader_modules()
 
     def __init__(
         self, type: str, port: str | None, id: str | None = None, calibration_dir: str | None = None
