@@ -1,4 +1,4 @@
-"""The package boundaries of ARCHITECTURE.md, checked on the source: the arrows only point one way."""
+"""The package boundaries of docs/ARCHITECTURE.md, checked on the source: the arrows only point one way."""
 
 import ast
 from pathlib import Path
