@@ -226,6 +226,8 @@ class LeRobotEnv(gym.Env):
                     if self.cfg.stop_mode == "hold" and self._measured is not None and self._stopped is None:
                         self._send_hold()
                     self.robot.disconnect()
+        except Exception as exc:  # close runs on the error path too: never hide the error that got us here
+            logger.error("closing the robot failed: %s: %s", type(exc).__name__, exc)
         finally:
             self.safety.close()
 
