@@ -171,37 +171,24 @@ def test_cli_parses_robot_type_and_reports_a_missing_port_as_one_line(tmp_path, 
 
 
 def test_the_real_arm_command_line_drives_lerobots_so101_follower(tmp_path, monkeypatch, capsys):
-    """`--robot.type so101_follower --robot.port ...`: the same code path, down to LeRobot's motor bus
-    (patched here at FeetechMotorsBus, as LeRobot's own robot tests do)."""
-    from lerobot.motors.feetech import FeetechMotorsBus
+    """`--robot.type so101_follower --robot.port ...`: the same code path, down to the serial port (a
+    simulated servo chain, tests/robot/fake_feetech.py: LeRobot's bus and calibration run for real)."""
+    from tests.robot import fake_feetech
+    from tests.robot.test_serial_bus import CALIBRATION
 
-    present = {k.removesuffix(".pos"): 0.0 for k in SO101_JOINT_KEYS}
-    goals, open_buses = [], set()
-    patches = {
-        "_connect": lambda bus, handshake=True: open_buses.add(id(bus)),
-        "disconnect": lambda bus, disable_torque=True: open_buses.discard(id(bus)),
-        "set_timeout": lambda bus, *a, **k: None,
-        "sync_read": lambda bus, name, motors=None: dict(present),
-        "sync_write": lambda bus, name, values: (goals.append(dict(values)), present.update(values)),
-        "write": lambda bus, *a, **k: None,
-        "configure_motors": lambda bus, **k: None,
-        "disable_torque": lambda bus, *a, **k: None,
-        "enable_torque": lambda bus, *a, **k: None,
-        "is_connected": property(lambda bus: id(bus) in open_buses),
-        "is_calibrated": property(lambda bus: True),
-    }
-    for name, value in patches.items():
-        monkeypatch.setattr(FeetechMotorsBus, name, value)
+    fake_feetech.write_calibration(tmp_path / "calib", "arm1", CALIBRATION)
+    servos = fake_feetech.so101_servos(CALIBRATION)
+    port = fake_feetech.install(monkeypatch, servos)
     policy = export(tmp_path, {k: ((1,), np.dtype(np.float32)) for k in SO101_JOINT_KEYS})
     argv = [
         "deploy", "--policy", str(policy), "--robot.type", "so101_follower", "--robot.port", "/dev/ttyFAKE0",
-        "--robot.cameras", "--robot.calibration-dir", str(tmp_path / "calib"), "--env.control-hz", "200",
-        "--env.max-episode-steps", "5", "--env.watchdog.no-enabled", "--env.no-keyboard-estop",
-        "--out-dir", str(tmp_path / "real"),
+        "--robot.id", "arm1", "--robot.cameras", "--robot.calibration-dir", str(tmp_path / "calib"),
+        "--env.control-hz", "200", "--env.max-episode-steps", "5", "--env.watchdog.no-enabled",
+        "--env.no-keyboard-estop", "--out-dir", str(tmp_path / "real"),
     ]  # fmt: skip
     assert cli.main(argv) == 0
     assert "deploy: 1 episode(s)" in capsys.readouterr().out
     metrics = json.loads((tmp_path / "real" / "metrics.json").read_text())
     assert metrics["episodes"][0]["steps"] == 5
-    assert len(goals) >= 5 and set(goals[-1]) == set(present)  # goals reached the bus, in motor names
-    assert not open_buses  # disconnected at the end
+    assert len(port.goal_writes) >= 5 and set(port.goal_writes[-1]) == set(servos)  # every servo got goals
+    assert all(s.get("Torque_Enable") == 0 for s in servos.values())  # disconnected with torque off
