@@ -205,9 +205,9 @@ class FrameFile:
         positions = np.unique(np.asarray(positions, np.int64))
         problems: list[tuple[np.ndarray, str]] = []
         shards = positions // n
-        for shard in np.unique(shards).tolist():
-            mine = positions[shards == shard]
-            path = self._path(shard)
+        for mine in np.split(positions, np.flatnonzero(np.diff(shards)) + 1) if len(positions) else []:
+            shard = int(mine[0]) // n
+            path = f"{self.root}/{shard_key(self.array_path, shard, len(self.frame_shape) + 1)}"  # no pathlib: hot
             try:
                 fd = os.open(path, os.O_RDONLY)
             except FileNotFoundError:
