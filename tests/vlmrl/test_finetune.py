@@ -235,27 +235,25 @@ def test_train_and_finetune_give_the_aux_reward_one_weight(tmp_path):
     assert trained == pytest.approx(0.5) and tuned == pytest.approx(0.5)
 
 
-def test_a_sim_run_with_two_aux_weights_keeps_their_product_in_finetune(tmp_path):
-    """A checkpoint from before the one-weight rule (aux_reward.weight 2, aux_reward_weight 0.5): train
-    resumed it with weight 1.0 (the product), and so does finetune now (it used 0.5)."""
-    run, _ = sim_run(tmp_path, aux_reward=AuxRewardConfig(kind="scaled", weight=2.0))
-    assert finetune.main(config(tmp_path, run)) == 0
-    weight = effective_aux_weight(
-        tmp_path / "ft", tmp_path / "ft" / "buffer.zarr", AuxRewardConfig(kind="scaled")
-    )
-    assert weight == pytest.approx(1.0)
-
-
-def test_finetune_reads_a_sim_run_written_before_new_config_fields(tmp_path):
+def test_a_sim_run_from_an_older_version_is_read_like_a_resume_and_keeps_its_aux_weights(tmp_path):
     """The sim run's checkpoint goes through checkpoint.load_checkpoint (fill_new_fields), as a resume does;
-    finetune's own torch.load failed on configs pickled before fields were added."""
+    finetune's own torch.load failed on configs pickled before fields were added. Its two aux weights
+    (aux_reward.weight 2, aux_reward_weight 0.5: from before the one-weight rule) act as their product,
+    as when train resumes it (finetune used 0.5)."""
     from vlmrl.train_config import TrainConfig
 
     sim_cfg = SimConfig(task="lift", cameras=("front",), image_size=32)
     env = make_env(sim_cfg)
     agent = SAC(SACConfig(hidden_dims=(32, 32)), ROBOT_OBS, env.action_space)
     env.close()
-    train = TrainConfig(sim=sim_cfg, agent=agent.cfg, policy_obs="robot", batch_size=8)
+    train = TrainConfig(
+        sim=sim_cfg,
+        agent=agent.cfg,
+        policy_obs="robot",
+        batch_size=8,
+        aux_reward=AuxRewardConfig(kind="scaled", weight=2.0),
+        aux_reward_weight=0.5,
+    )
     # What an older version pickled: no camera calibration in the sim config, no sampler settings, no
     # score calibration in the run config.
     del vars(train.sim)["camera_calibration"]
@@ -268,5 +266,8 @@ def test_finetune_reads_a_sim_run_written_before_new_config_fields(tmp_path):
         {"config": train, "agent": agent.state_dict(), "policy_obs_spec": spec},
         run / "checkpoint" / "state.pt",
     )
-    assert finetune.main(config(tmp_path, run, episodes=1)) == 0
-    assert (tmp_path / "ft" / "policy.pt").is_file()
+    assert finetune.main(config(tmp_path, run)) == 0
+    weight = effective_aux_weight(
+        tmp_path / "ft", tmp_path / "ft" / "buffer.zarr", AuxRewardConfig(kind="scaled")
+    )
+    assert weight == pytest.approx(1.0)
