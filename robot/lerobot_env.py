@@ -103,6 +103,8 @@ class LeRobotEnv(gym.Env):
         if missing:
             raise RobotError(f"robot {robot} does not observe its action keys {missing}")
         self.safety = SafetyLayer(cfg.safety, self.action_keys, forward_kinematics, clip_log)
+        self._clip_log = clip_log
+        self._clips_at_start: dict[str, int] = {}
         self.rate = RateKeeper(cfg.control_hz, clock=clock, sleep=sleep)
         self.watchdog = Watchdog(cfg.watchdog, self.rate.period_s, self._stop, clock=clock)
         self.estop = EmergencyStop(on_stop=self._stop)
@@ -169,6 +171,7 @@ class LeRobotEnv(gym.Env):
         self._steps = 0
         self._outcome = None
         self._truncate = False
+        self._clips_at_start = dict(self.safety.clip_counts)  # the walk home clips by design: not counted
         self.rate.restart()
         self.watchdog.start()  # armed by the first step: the caller may take its time before it
         success, progress = self._task_status()
@@ -203,6 +206,7 @@ class LeRobotEnv(gym.Env):
         truncated = not terminated and (self._truncate or self._steps >= self.cfg.max_episode_steps)
         if terminated or truncated:
             self.watchdog.disarm()
+            self._warn_episode_clips()
         info = {
             "success": success,
             "progress": progress,
@@ -284,6 +288,20 @@ class LeRobotEnv(gym.Env):
         }
 
     # -- internals -------------------------------------------------------------------------------------
+
+    def _warn_episode_clips(self) -> None:
+        """One warning per episode with the safety clips by reason (each clip is in the clip log)."""
+        clips = {
+            reason: n - self._clips_at_start.get(reason, 0)
+            for reason, n in self.safety.clip_counts.items()
+            if n > self._clips_at_start.get(reason, 0)
+        }
+        if clips:
+            detail = ", ".join(f"{reason} {n}" for reason, n in sorted(clips.items()))
+            where = f"; each one is in {self._clip_log}" if self._clip_log else ""
+            logger.warning(
+                "episode of %d steps: %d safety clips (%s)%s", self._steps, sum(clips.values()), detail, where
+            )
 
     def _act(self, command: Mapping[str, float]) -> dict[str, np.ndarray]:
         try:

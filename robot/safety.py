@@ -11,7 +11,8 @@ Guarantees, for any proposed action (random, NaN, inf, 1e30...):
   joint is not wound up), approached at ``max_step`` like every other change;
 * a non-finite proposal (or a failing FK) holds the previous command.
 
-Every clip is logged (logger ``robot.safety`` and, when given, a JSON-lines file).
+Every clip is logged (logger ``robot.safety`` at DEBUG and, when given, a JSON-lines file); `clip_counts`
+counts them by reason (``LeRobotEnv`` warns once per episode with the counts, not once per clip).
 """
 
 from __future__ import annotations
@@ -200,7 +201,7 @@ class SafetyLayer:
     def _record(self, result: SafeCommand, proposed: object) -> None:
         for reason in result.clipped:
             self.clip_counts[reason.split(":")[0]] += 1
-        logger.warning("safety step %d: %s -> %s", self.steps, ",".join(result.clipped), _fmt(result.command))
+        logger.debug("safety step %d: %s -> %s", self.steps, ",".join(result.clipped), _fmt(result.command))
         if self._log_file is not None:
             row = {
                 "step": self.steps,

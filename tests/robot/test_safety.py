@@ -1,4 +1,5 @@
 import json
+import logging
 import math
 
 import numpy as np
@@ -129,6 +130,7 @@ def test_failing_fk_holds_position():
 
 
 def test_every_clip_is_logged_to_the_jsonl_file(tmp_path, caplog):
+    caplog.set_level(logging.DEBUG, logger="robot.safety")
     layer = _layer(tmp_path)
     layer.filter(np.full(6, np.nan))
     layer.filter(dict(HOME) | {"gripper.pos": 1000.0})
@@ -139,6 +141,7 @@ def test_every_clip_is_logged_to_the_jsonl_file(tmp_path, caplog):
     assert rows[0]["held"] and rows[0]["proposed"][0] == "nan"
     assert rows[1]["command"]["gripper.pos"] == pytest.approx(25.0)
     assert sum("safety step" in r.message for r in caplog.records) == 2
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # detail, not terminal noise
 
 
 def test_bad_config_and_bad_calls_raise_robot_error():

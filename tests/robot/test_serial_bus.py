@@ -9,6 +9,9 @@ and the expected values are computed by hand from the calibration.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+
 import numpy as np
 import pytest
 
@@ -130,3 +133,20 @@ def test_a_missing_servo_fails_the_connect_with_lerobots_motor_check(tmp_path, m
     with pytest.raises(RuntimeError, match=r"Missing motor IDs:\n  - 4"):
         env.reset()
     env.close()  # disconnecting cannot reach servo 4 either: logged, not raised over the connect error
+
+
+def test_safety_clips_are_one_warning_per_episode_with_the_detail_in_the_clip_log(arm, caplog) -> None:
+    """Issue #15 (item 7): finetune printed one WARNING per clamp (hundreds per episode)."""
+    env, _, _ = arm
+    env.cfg = dataclasses.replace(env.cfg, max_episode_steps=3)
+    obs, _ = env.reset()
+    far = np.array([obs[k][0] for k in SO101_JOINT_KEYS], np.float32) + 40.0  # beyond one step's limit
+    with caplog.at_level(logging.DEBUG):
+        done = False
+        while not done:
+            _, _, terminated, truncated, _ = env.step(far)
+            done = terminated or truncated
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and warnings[0].name == "robot.lerobot_env"
+    assert "episode of 3 steps: " in warnings[0].message and "max_step 3" in warnings[0].message
+    assert sum(r.name == "robot.safety" for r in caplog.records) == 3  # each clip at DEBUG
