@@ -52,12 +52,16 @@ class OpenAIConfig:
     (`vlmrl serve` only; also carries the clips' privileged info, which the oracle needs)."""
     num_frames: int = 4
     """Frames per clip sent as images (evenly spaced, the last frame always included)."""
+    frames_as: Literal["images", "tiled"] = "images"
+    """images: one image part per frame; tiled: the frames side by side in one image (for servers that
+    take one image per prompt, such as vLLM without --limit-mm-per-prompt); the prompt then says so."""
     image_format: Literal["jpeg", "png"] = "jpeg"
     """Image encoding inside the base64 data URLs."""
     jpeg_quality: int = 90
     """JPEG quality (1-100) when image_format is jpeg."""
     top_logprobs: int = 20
-    """How many alternatives to ask for at the answer token (servers cap this, often at 20)."""
+    """How many alternatives to ask for at the answer token; a server that caps it lower (vLLM:
+    --max-logprobs, 20 by default) is asked again with its cap, read from its 400 message."""
     timeout_s: float = 60.0
     """Per-request timeout (connect, read and write)."""
     max_retries: int = 3
@@ -167,7 +171,14 @@ class ServerConfig:
     max_request_bytes: int = 32 * 1024 * 1024
     """Largest request body accepted (413 above)."""
     max_images: int = 64
-    """Most images in one chat request, or frames in one /v1/score clip."""
+    """Most images in one chat request, or frames in one /v1/score clip (1 acts like vLLM without
+    --limit-mm-per-prompt: a chat request with more is refused with vLLM's 400 message)."""
+    max_top_logprobs: int = 20
+    """Largest top_logprobs accepted (vLLM's --max-logprobs, 20 by default); more is refused with a 400
+    saying the cap, as vLLM does."""
+    zero_logprob: float | None = None
+    """Logprob reported for an answer (or a listed alternative) of probability 0: None clips the
+    probability at 1e-12; vLLM reports -9999.0; -inf sends JSON -Infinity (as some servers do)."""
     max_clips: int = 64
     """Most clips in one /v1/score request."""
     max_image_side: int = 2048

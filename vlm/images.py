@@ -11,6 +11,7 @@ import numpy as np
 from vlm.errors import VLMError
 
 _PIL_FORMATS = {"jpeg": "JPEG", "png": "PNG"}
+_ACCEPTED = ("PNG", "JPEG", "WEBP")
 
 
 def encode_data_url(frame: np.ndarray, image_format: str = "jpeg", jpeg_quality: int = 90) -> str:
@@ -42,6 +43,8 @@ def decode_data_url(url: object, max_side: int = 4096) -> np.ndarray:
         raise VLMError("an image data URL holds invalid base64") from None
     try:
         with Image.open(io.BytesIO(raw)) as image:
+            if image.format not in _ACCEPTED:  # GIF, BMP, TIFF...: not what the API promises
+                raise VLMError(f"an image data URL holds a {image.format} image; send PNG, JPEG or WebP")
             width, height = image.size  # read from the header, before decoding pixels
             if max(width, height) > max_side:
                 raise VLMError(

@@ -4,7 +4,15 @@ Routes: ``GET /health``, ``GET /v1/models``, ``POST /v1/chat/completions`` (the 
 message are the clip's frames, its text the prompt; the answer is one token, "yes" or "no", with
 ``logprobs``/``top_logprobs`` carrying log P(yes) and log P(no)), and ``POST /v1/score`` (a batch of
 clips with optional privileged info). Errors use OpenAI's ``{"error": {"message", "type", "code"}}``
-shape with a one-line message; malformed bodies get 4xx, never 500.
+shape with a one-line message; malformed bodies get 4xx, never 500. Bodies must be sent as
+``application/json`` (415 otherwise); a client that disconnects mid-upload is dropped without a traceback.
+
+The served model's answer distribution is over the two answer tokens only: asked for ``top_logprobs=k``
+it lists "yes" and "no", then up to ``k - 2`` other spellings of the answers ("Yes", " no", ...) with the
+logprob of probability zero (``ServerConfig.zero_logprob``). ``usage.prompt_tokens`` counts the prompt's
+words plus one per image (the scorers do not expose their tokenizer's count). ``ServerConfig`` can make
+it act as vLLM does: one image per prompt (``max_images=1``), a ``top_logprobs`` cap, -9999.0 or -inf for
+probability zero.
 """
 
 from __future__ import annotations
@@ -21,7 +29,8 @@ from typing import Any
 import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.requests import ClientDisconnect
 
 from vlm.batcher import MicroBatcher
 from vlm.clip import Clip
@@ -32,8 +41,10 @@ from vlm.prompts import prompt_hash
 from vlm.scorer import Scorer
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error"}
-_ERROR_TYPES |= {413: "invalid_request_error", 422: "invalid_request_error"}
+_ERROR_TYPES |= {413: "invalid_request_error", 415: "invalid_request_error", 422: "invalid_request_error"}
 _MIN_PROB = 1e-12
+_ZERO_MASS_TOKENS = ("Yes", "No", " yes", " no", " Yes", " No", "YES", "NO")
+"""Alternatives listed after yes/no when more top_logprobs are asked for: answers the model gives no mass."""
 
 
 class HTTPProblem(Exception):
@@ -129,19 +140,41 @@ class ScoringService:
         if not prompt:
             raise HTTPProblem(400, "the user message has no text question")
         top = body.get("top_logprobs") or 0
-        if not isinstance(top, int) or not 0 <= top <= 20:
-            raise HTTPProblem(400, "top_logprobs must be an integer in [0, 20]")
+        if not isinstance(top, int) or isinstance(top, bool) or top < 0:
+            raise HTTPProblem(400, "top_logprobs must be a non-negative integer")
+        if top > self.cfg.max_top_logprobs:  # vLLM's wording, so clients can read the cap from it
+            raise HTTPProblem(
+                400,
+                f"Requested top_logprobs of {top}, which is greater than max allowed: {self.cfg.max_top_logprobs}",
+            )
+        if len(urls) > self.cfg.max_images:  # vLLM's wording (--limit-mm-per-prompt)
+            raise HTTPProblem(
+                400 if self.cfg.max_images == 1 else 413,
+                f"At most {self.cfg.max_images} image(s) may be provided in one request; this one has {len(urls)}",
+            )
         return Clip(self._frames(urls, "the user message")), prompt, top
+
+    def _logprob(self, p: float) -> float:
+        if p <= 0.0 and self.cfg.zero_logprob is not None:
+            return float(self.cfg.zero_logprob)
+        return math.log(min(max(p, _MIN_PROB), 1.0))
 
     async def chat(self, body: dict[str, Any]) -> dict[str, Any]:
         """Answers a chat completion with one yes/no token and its logprobs."""
         clip, prompt, top = self.parse_chat(body)
-        p_yes = float(np.clip((await self._score([clip], prompt))[0], _MIN_PROB, 1 - _MIN_PROB))
+        p_yes = float(np.clip((await self._score([clip], prompt))[0], 0.0, 1.0))
+        if self.cfg.zero_logprob is None:
+            p_yes = min(max(p_yes, _MIN_PROB), 1 - _MIN_PROB)
         answer = "yes" if p_yes >= 0.5 else "no"
+        n_prompt = len(prompt.split()) + clip.length
         alternatives: list[dict[str, Any]] = sorted(
-            [{"token": "yes", "logprob": math.log(p_yes)}, {"token": "no", "logprob": math.log(1 - p_yes)}],
+            [
+                {"token": "yes", "logprob": self._logprob(p_yes)},
+                {"token": "no", "logprob": self._logprob(1 - p_yes)},
+            ],
             key=lambda a: -a["logprob"],
         )
+        alternatives += [{"token": t, "logprob": self._logprob(0.0)} for t in _ZERO_MASS_TOKENS]
         choice: dict[str, Any] = {
             "index": 0,
             "message": {"role": "assistant", "content": answer},
@@ -168,7 +201,7 @@ class ScoringService:
             "created": int(time.time()),
             "model": self.model_name,
             "choices": [choice],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 1, "total_tokens": 1},
+            "usage": {"prompt_tokens": n_prompt, "completion_tokens": 1, "total_tokens": n_prompt + 1},
         }
 
     async def score_batch(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -252,12 +285,20 @@ def create_app(scorer: Scorer, cfg: ServerConfig) -> FastAPI:
 
     async def read_json(request: Request) -> dict[str, Any]:
         authorize(request)
+        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media != "application/json" and not media.endswith("+json"):
+            raise HTTPProblem(
+                415, f"send the body as Content-Type: application/json, not {media or 'none'!r}"
+            )
         declared = request.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > cfg.max_request_bytes:
             raise HTTPProblem(
                 413, f"request body of {declared} bytes exceeds the {cfg.max_request_bytes}-byte limit"
             )
-        raw = await request.body()
+        try:
+            raw = await request.body()
+        except ClientDisconnect:  # nobody to answer; say so in one line instead of an ASGI traceback
+            raise HTTPProblem(499, "client disconnected during the upload") from None
         if len(raw) > cfg.max_request_bytes:
             raise HTTPProblem(413, f"request body exceeds the {cfg.max_request_bytes}-byte limit")
         try:
@@ -286,8 +327,10 @@ def create_app(scorer: Scorer, cfg: ServerConfig) -> FastAPI:
         return {"object": "list", "data": [entry]}
 
     @app.post("/v1/chat/completions")
-    async def chat(request: Request) -> dict[str, Any]:
-        return await service.chat(await read_json(request))
+    async def chat(request: Request) -> Response:
+        reply = await service.chat(await read_json(request))
+        # json.dumps, not JSONResponse: zero_logprob=-inf must go out as -Infinity, as such servers send it
+        return Response(json.dumps(reply), media_type="application/json")
 
     @app.post("/v1/score")
     async def score(request: Request) -> dict[str, Any]:

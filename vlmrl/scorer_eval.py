@@ -5,7 +5,7 @@
 
 The clips are **windows starting at every step** of each episode (``clip_length`` frames ``clip_stride``
 apart; near the end, as many frames as fit), which is the buffer's back-to-back clips plus every shift of
-them. A window's label is the one score calibration uses (``vlmrl.pipelines.score.clip_labels``): has the
+them. A window's label is the one score calibration uses (``window_labels``, the clip rule): has the
 episode's ``success`` info been set by the end of the steps the window's score covers (start +
 clip_length * clip_stride)? Figures, per scorer, against those labels:
 
@@ -153,13 +153,25 @@ def parse_scorer(spec: str) -> Any:
     """A scorer config from the words that would follow ``vlmrl score EPISODES`` (``"scorer:oracle
     --scorer.noise 0.2"``); one-line ConfigError when they do not parse."""
     from dataclasses import make_dataclass
+    from typing import Annotated
 
     import tyro
 
+    from vlm.config import CLIPConfig, HFConfig, LearnedConfig, OpenAIConfig, OracleConfig
     from vlmrl.errors import ConfigError
-    from vlmrl.pipelines.score import ScorerChoice
 
-    only = make_dataclass("Scorer", [("scorer", ScorerChoice)], frozen=True, kw_only=True)
+    kinds = {
+        "oracle": OracleConfig,
+        "hf": HFConfig,
+        "openai": OpenAIConfig,
+        "clip": CLIPConfig,
+        "learned": LearnedConfig,
+    }
+    choice: Any = None
+    for name, kind in kinds.items():
+        option = Annotated[kind, tyro.conf.subcommand(name)]
+        choice = option if choice is None else choice | option
+    only = make_dataclass("Scorer", [("scorer", choice)], frozen=True, kw_only=True)
     try:
         parsed = tyro.cli(
             tyro.conf.configure(tyro.conf.CascadeSubcommandArgs)(only),
@@ -174,13 +186,95 @@ def parse_scorer(spec: str) -> Any:
     return parsed.scorer
 
 
-def episode_arrays(source: Any, episode: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """(frames uint8 [T, H, W, 3] of the source's camera, per-row info arrays) of one episode."""
-    start, end = source.buffer.episode_rows(episode)
-    rows = np.arange(start, end)
-    frames = source.buffer.storage.read(f"pixels/{source.camera}", rows)
-    info = {k: source.buffer.storage.read(f"info/{k}", rows) for k in source.buffer.info_keys}
-    return frames, info
+class Recording:
+    """Recorded episodes of one camera, read-only: a vlmrl zarr store or a LeRobotDataset (imported into
+    RAM through ``buffer.io``), with their per-row info (``success``, ``progress``) and task sentence."""
+
+    def __init__(self, path: Path, camera: str | None = None) -> None:
+        from buffer import BufferConfig, make_buffer
+        from vlmrl.errors import ConfigError
+
+        self.path = path
+        if not path.exists():
+            raise ConfigError(f"EPISODES {path}: no such file or directory")
+        if (path / "meta" / "info.json").is_file():
+            from buffer.io import import_lerobot, lerobot_spec
+            from buffer.io.lerobot_format import LeRobotReader
+
+            obs_spec, action_dim, info_keys = lerobot_spec(path)
+            capacity, storage, self.task = (
+                LeRobotReader(path).info.get("total_frames", 0) + 16,
+                "memory",
+                _lerobot_task(path),
+            )
+        elif (path / "zarr.json").is_file():
+            from buffer.metadata import read_store_metadata
+
+            meta = read_store_metadata(path)  # one-line BufferError for malformed metadata
+            obs_spec, action_dim, info_keys, capacity = (
+                meta.obs_spec,
+                meta.action_dim,
+                meta.info_keys,
+                meta.capacity,
+            )
+            storage, self.task = "zarr", str(meta.record.get("task_description", ""))
+        else:
+            raise ConfigError(
+                f"EPISODES {path}: neither a vlmrl zarr store (zarr.json) nor a LeRobotDataset (meta/info.json)"
+            )
+        cameras = [k.removeprefix("pixels/") for k in obs_spec if k.startswith("pixels/")]
+        if not cameras:
+            raise ConfigError(f"{path}: the episodes hold no camera frames to score")
+        self.camera = camera or cameras[0]
+        if self.camera not in cameras:
+            raise ConfigError(f"--camera {self.camera}: not recorded (have {cameras})")
+        self.image_hw = tuple(int(v) for v in obs_spec[f"pixels/{self.camera}"][0][:2])
+        self.info_keys = tuple(info_keys)
+        cfg = BufferConfig(storage=storage, capacity_steps=int(capacity))  # type: ignore[arg-type]
+        self.buffer = make_buffer(
+            cfg, obs_spec, action_dim, info_keys, path=str(path) if storage == "zarr" else None
+        )
+        if storage == "memory":
+            import_lerobot(path, self.buffer)
+
+    def episodes(self) -> list[int]:
+        """Live episode ids, oldest first."""
+        table = self.buffer.storage.episodes()
+        return list(range(table.first, table.first + table.count))
+
+    def arrays(self, episode: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """(frames uint8 [T, H, W, 3] of the camera, per-row info arrays) of one episode."""
+        start, end = self.buffer.episode_rows(episode)
+        rows = np.arange(start, end)
+        frames = self.buffer.storage.read(f"pixels/{self.camera}", rows)
+        info = {k: self.buffer.storage.read(f"info/{k}", rows) for k in self.info_keys}
+        return frames, info
+
+    def close(self) -> None:
+        """Closes the store (nothing is written)."""
+        self.buffer.close()
+
+
+def _lerobot_task(root: Path) -> str:
+    import pandas as pd
+
+    try:
+        if (root / "meta" / "tasks.parquet").is_file():
+            return str(pd.read_parquet(root / "meta" / "tasks.parquet").index[0])
+        lines = (root / "meta" / "tasks.jsonl").read_text().splitlines()
+        return str(json.loads(lines[0])["task"]) if lines else ""
+    except (OSError, ValueError, IndexError, KeyError):
+        return ""
+
+
+def window_labels(success: np.ndarray, refs: list[ClipRef]) -> np.ndarray:
+    """bool per window: success info set by the end of the steps its score covers (``buffer.clips.clip_span``),
+    the rule ``vlmrl score --fit-score-calibration`` labels clips by."""
+    from buffer.clips import clip_span
+
+    reached = np.maximum.accumulate(np.asarray(success) > 0)
+    last_row = len(reached) - 1
+    return np.array([reached[clip_span(r.start, r.length, r.stride, last_row)[1]] for r in refs], bool)
 
 
 def window_clip(frames: np.ndarray, info: dict[str, np.ndarray], ref: ClipRef, reverse: bool = False) -> Any:
@@ -194,23 +288,22 @@ def window_clip(frames: np.ndarray, info: dict[str, np.ndarray], ref: ClipRef, r
 
 
 def collect_windows(source: Any, length: int, stride: int) -> Windows:
-    """Every episode's windows and labels (``dense_windows``, ``clip_labels``); one-line ConfigError
+    """Every episode's windows and labels (``dense_windows``, ``window_labels``); one-line ConfigError
     when the recording stores no success info or its windows are all of one class."""
     from vlmrl.errors import ConfigError
-    from vlmrl.pipelines.score import clip_labels
 
-    if "success" not in source.buffer.info_keys:
+    if "success" not in source.info_keys:
         raise ConfigError(
             f"--evaluate: {source.path} stores no per-step success info to label clips with "
             "(vlmrl record writes info/success; a LeRobotDataset needs an info.success or next.success column)"
         )
     out = Windows()
     for episode in source.episodes():
-        frames, info = episode_arrays(source, episode)
+        frames, info = source.arrays(episode)
         success = info["success"]
         refs = dense_windows(episode, len(frames), length, stride, f"pixels/{source.camera}")
         out.refs += refs
-        out.labels += clip_labels(success, refs).tolist()
+        out.labels += window_labels(success, refs).tolist()
         out.episode_success[episode] = bool(np.any(np.asarray(success) > 0))
         out.clips += [window_clip(frames, info, r) for r in refs]
     if all(out.labels) or not any(out.labels):
@@ -230,7 +323,7 @@ def evaluate_scorers(
     windows = collect_windows(source, length, stride)
     labels = np.array(windows.labels, bool)
     clips = windows.clips
-    hw = tuple(clips[0].frames.shape[1:3])
+    hw = source.image_hw
     rows, curves = [], {}
     for cfg in configs:
         scorer = make_scorer(cfg)
@@ -274,12 +367,9 @@ def run_evaluation(cfg: Any) -> int:
     """`vlmrl score --evaluate`: the scorer and every ``--compare`` scorer on the same windows."""
     from vlm.prompts import scorer_prompt
     from vlmrl.errors import ConfigError
-    from vlmrl.pipelines.score import EpisodeSource
 
-    if not cfg.episodes.exists():
-        raise ConfigError(f"EPISODES {cfg.episodes}: no such file or directory")
     configs = [cfg.scorer] + [parse_scorer(spec) for spec in cfg.compare]
-    source = EpisodeSource(cfg.episodes, cfg)
+    source = Recording(cfg.episodes, cfg.camera)
     try:
         if not source.episodes():
             raise ConfigError(f"{cfg.episodes}: no episodes")

@@ -181,3 +181,9 @@ def save_random_learned(path, prompt, image_hw=(24, 32), camera="front", num_fra
 @pytest.fixture(scope="session")
 def random_learned():
     return save_random_learned
+
+
+@pytest.fixture(scope="session")
+def server_process():
+    """(ServerProcess, free_port), for fixtures of a wider scope than ``start_server``."""
+    return ServerProcess, free_port

@@ -5,13 +5,23 @@ prompt), asks for a single token with ``logprobs`` and ``top_logprobs``, and tur
 alternatives into P(yes)/(P(yes)+P(no)) exactly as the local backend does from logits. Score mode posts
 batches to ``vlmrl serve``'s ``/v1/score``. Timeouts, dropped connections, 429 and 5xx are retried with
 jittered exponential backoff; other 4xx fail at once with the server's message.
+
+What real servers do, and how it is met: vLLM caps ``top_logprobs`` (``--max-logprobs``, 20 by default)
+and says the cap in its 400; the request is sent again with that cap, which is kept. vLLM accepts one
+image per prompt unless started with ``--limit-mm-per-prompt``: its 400 ("At most 1 image(s) ...")
+becomes one line saying to send clips tiled (``frames_as="tiled"``: the frames side by side in one image)
+or to raise the server's limit. Tokens of probability zero come as -9999.0 (vLLM) or -Infinity; they are
+dropped before P(yes) is formed, so a certain answer scores 0 or 1 instead of NaN.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -28,6 +38,33 @@ from vlm.images import encode_data_url
 from vlm.scorer import make_scorer_id
 
 _SCORE_BATCH = 16  # clips per /v1/score request
+_ZERO_LOGPROB = -9999.0  # vLLM's stand-in for -inf
+_IMAGE_LIMIT = re.compile(r"at most (\d+) image", re.IGNORECASE)
+_LOGPROB_CAP = re.compile(r"logprobs.*max allowed:?\s*(\d+)", re.IGNORECASE)
+logger = logging.getLogger("vlm.openai")
+
+
+class _Refused(VLMError):
+    """A 4xx other than 401/403/429: the server's message, kept for the caller to explain."""
+
+    def __init__(self, message: str, server_message: str) -> None:
+        super().__init__(message)
+        self.server_message = server_message
+
+
+def tile_frames(frames: np.ndarray) -> np.ndarray:
+    """uint8 [H, W * n, 3]: a clip's frames side by side, oldest on the left."""
+    return np.ascontiguousarray(np.concatenate(list(frames), axis=1))
+
+
+def tiled_prompt(prompt: str, n_frames: int) -> str:
+    """The prompt sent with a tiled clip: it says how the frames are laid out."""
+    return f"{prompt} (The image shows {n_frames} frames side by side, oldest on the left.)"
+
+
+def finite_alternatives(alternatives: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The alternatives that carry probability: -inf, NaN and vLLM's -9999.0 (zero mass) dropped."""
+    return [(t, lp) for t, lp in alternatives if math.isfinite(lp) and lp > _ZERO_LOGPROB]
 
 
 def resolve_key(cfg: OpenAIConfig) -> str:
@@ -112,6 +149,8 @@ class OpenAIScorer:
         )
         self._pool = ThreadPoolExecutor(cfg.max_concurrency, thread_name_prefix="vlm-openai")
         self._closed = threading.Event()
+        self._lock = threading.Lock()
+        self._top_logprobs = cfg.top_logprobs
 
     # -- HTTP ------------------------------------------------------------------------------------------
 
@@ -142,9 +181,8 @@ class OpenAIScorer:
                     f"${self.cfg.api_key_env}"
                 )
             if response.status_code >= 400:
-                raise VLMError(
-                    f"{url} refused the request (HTTP {response.status_code}): {_error_message(response)}"
-                )
+                message = _error_message(response)
+                raise _Refused(f"{url} refused the request (HTTP {response.status_code}): {message}", message)
             try:
                 decoded = response.json()
             except (json.JSONDecodeError, UnicodeDecodeError):
@@ -154,16 +192,48 @@ class OpenAIScorer:
             return decoded
         raise VLMError(f"POST {url} failed after {self.cfg.max_retries + 1} attempts: {problem}")
 
-    def _image_parts(self, clip: Clip) -> list[str]:
+    def _image_parts(self, clip: Clip, tiled: bool = False) -> list[str]:
         frames = clip.subsample(self.cfg.num_frames).frames
+        if tiled:
+            frames = tile_frames(frames)[None]
         return [encode_data_url(f, self.cfg.image_format, self.cfg.jpeg_quality) for f in frames]
+
+    def _chat_with_limits(self, body: dict[str, Any], n_images: int) -> dict[str, Any]:
+        """POSTs a chat request; a top_logprobs cap in the server's 400 is taken and the request sent
+        again; an image limit becomes a one-line VLMError saying how to fix it."""
+        while True:
+            sent = self._top_logprobs
+            try:
+                return self._post("chat/completions", {**body, "top_logprobs": sent})
+            except _Refused as exc:
+                cap = _LOGPROB_CAP.search(exc.server_message)
+                if cap and 0 < int(cap.group(1)) < sent:
+                    with self._lock:
+                        if int(cap.group(1)) < self._top_logprobs:
+                            logger.warning(
+                                "%s caps top_logprobs at %s; asking for that many",
+                                self.cfg.base_url,
+                                cap.group(1),
+                            )
+                            self._top_logprobs = int(cap.group(1))
+                    continue
+                limit = _IMAGE_LIMIT.search(exc.server_message)
+                if limit and n_images > int(limit.group(1)):
+                    raise VLMError(
+                        f"{self.cfg.base_url} accepts at most {limit.group(1)} image(s) per prompt and a clip "
+                        f"is {n_images} frames: send each clip as one tiled image (--scorer.frames-as tiled) "
+                        f"or start vLLM with --limit-mm-per-prompt '{{\"image\": {n_images}}}'"
+                    ) from None
+                raise
 
     # -- chat mode -------------------------------------------------------------------------------------
 
     def _score_chat(self, clip: Clip, prompt: str) -> float:
-        content: list[dict[str, Any]] = [
-            {"type": "image_url", "image_url": {"url": url}} for url in self._image_parts(clip)
-        ]
+        tiled = self.cfg.frames_as == "tiled"
+        urls = self._image_parts(clip, tiled)
+        content: list[dict[str, Any]] = [{"type": "image_url", "image_url": {"url": url}} for url in urls]
+        if tiled:
+            prompt = tiled_prompt(prompt, min(clip.length, self.cfg.num_frames))
         content.append({"type": "text", "text": prompt})
         body = {
             "model": self.model_id,
@@ -171,12 +241,12 @@ class OpenAIScorer:
             "max_tokens": 1,
             "temperature": 0.0,
             "logprobs": True,
-            "top_logprobs": self.cfg.top_logprobs,
         }
-        reply = self._post("chat/completions", body)
+        reply = self._chat_with_limits(body, len(urls))
         try:
             first = reply["choices"][0]["logprobs"]["content"][0]
-            top = [(str(a["token"]), float(a["logprob"])) for a in first.get("top_logprobs") or []]
+            listed = [(str(a["token"]), float(a["logprob"])) for a in first.get("top_logprobs") or []]
+            top = finite_alternatives(listed)
             chosen = (str(first["token"]), float(first["logprob"]))
         except (KeyError, IndexError, TypeError, ValueError):
             raise VLMError(

@@ -129,23 +129,17 @@ def fit_signature(cfg: Config) -> str:
 
 def open_sources(cfg: Config) -> list[Any]:
     """The episode stores, checked: they exist, share camera and frame size, and have the labels."""
-    from vlmrl.pipelines.score import Config as ScoreConfig
-    from vlmrl.pipelines.score import EpisodeSource
+    from vlmrl.scorer_eval import Recording
 
     if not cfg.episodes:
         raise ConfigError("vlmrl scorer fit needs at least one EPISODES store")
     sources: list[Any] = []
     try:
         for path in cfg.episodes:
-            if not path.exists():
-                raise ConfigError(f"EPISODES {path}: no such file or directory")
-            score_cfg = ScoreConfig(
-                episodes=path, camera=cfg.camera, clip_length=cfg.clip_length, clip_stride=cfg.clip_stride
-            )
-            source = EpisodeSource(path, score_cfg)
+            source = Recording(path, cfg.camera)
             sources.append(source)
             need = {"success": "success", "progress": "progress"}.get(cfg.labels)
-            if need and need not in source.buffer.info_keys:
+            if need and need not in source.info_keys:
                 raise ConfigError(
                     f"--labels {cfg.labels}: {path} stores no per-step {need} info "
                     + (
@@ -157,11 +151,11 @@ def open_sources(cfg: Config) -> list[Any]:
             if not source.episodes():
                 raise ConfigError(f"{path}: no episodes")
         first = sources[0]
-        hw0 = frame_hw(first)
+        hw0 = first.image_hw
         for source in sources[1:]:
-            if source.camera != first.camera or frame_hw(source) != hw0:
+            if source.camera != first.camera or source.image_hw != hw0:
                 raise ConfigError(
-                    f"{source.path} has camera {source.camera!r} at {frame_hw(source)} px, {first.path} "
+                    f"{source.path} has camera {source.camera!r} at {source.image_hw} px, {first.path} "
                     f"{first.camera!r} at {hw0} px: fit on stores of one camera and size (--camera)"
                 )
         tasks = {s.task for s in sources}
@@ -176,29 +170,22 @@ def open_sources(cfg: Config) -> list[Any]:
     return sources
 
 
-def frame_hw(source: Any) -> tuple[int, int]:
-    """(height, width) of the source camera's frames."""
-    shape = source.buffer.storage.read(f"pixels/{source.camera}", np.array([0])).shape
-    return int(shape[1]), int(shape[2])
-
-
 def build_dataset(cfg: Config, sources: list[Any], prompt: str, teacher: Any) -> Dataset:
     """Every window (and rewound window) of every episode with its target; ConfigError when the targets
     are all of one class."""
     from vlm.backends.learned import clip_frames
-    from vlmrl.pipelines.score import clip_labels
-    from vlmrl.scorer_eval import dense_windows, episode_arrays, window_clip
+    from vlmrl.scorer_eval import dense_windows, window_clip, window_labels
 
     frames, targets, episodes, rewound, truth = [], [], [], [], []
     index = 0
     for source in sources:
         for episode in source.episodes():
-            ep_frames, info = episode_arrays(source, episode)
+            ep_frames, info = source.arrays(episode)
             refs = dense_windows(episode, len(ep_frames), cfg.clip_length, cfg.clip_stride, source.camera)
             success = info.get("success")
             progress = info.get("progress")
             if success is not None:
-                labels = clip_labels(success, refs)
+                labels = window_labels(success, refs)
                 episode_ok = bool(np.any(np.asarray(success) > 0))
             else:
                 labels = (
@@ -473,7 +460,7 @@ def main(cfg: Config) -> int:
         prompt = cfg.prompt or scorer_prompt(sources[0].task, "learned")  # the prompt train will ask
         if cfg.labels == "teacher":
             teacher = make_scorer(cfg.teacher)  # one line if unreachable, before anything is written
-        camera, image_hw = sources[0].camera, frame_hw(sources[0])
+        camera, image_hw = sources[0].camera, sources[0].image_hw
         data = build_dataset(cfg, sources, prompt, teacher)
         teacher_id = teacher.scorer_id if teacher is not None else None
     finally:
