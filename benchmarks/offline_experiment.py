@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> None:
                 reward=reward,
                 policy_obs="state",
                 agent=IQLConfig(
-                    hidden_dims=(256, 256),
+                    hidden_dims=tuple(args.hidden),
                     temperature=args.temperature,
                     expectile=args.expectile,
                     bc=bc,
@@ -167,6 +167,7 @@ def run(args: argparse.Namespace) -> None:
                 "wall_s": time.monotonic() - started,
                 "config": dataclasses.asdict(cfg) | {"data": str(cfg.data)},
             }
+            result["hidden_dims"] = list(args.hidden)
             (run_dir / "result.json").write_text(json.dumps(result, indent=2))
 
 
@@ -263,8 +264,9 @@ def main() -> None:
     r.add_argument("--data", default="results/offline/data/episodes.zarr")
     r.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     r.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    r.add_argument("--steps", type=int, default=10_000)
-    r.add_argument("--eval-every", type=int, default=2_000)
+    r.add_argument("--steps", type=int, default=6_000)
+    r.add_argument("--hidden", nargs="+", type=int, default=[128, 128])
+    r.add_argument("--eval-every", type=int, default=1_500)
     r.add_argument("--eval-episodes", type=int, default=20)
     r.add_argument("--temperature", type=float, default=10.0)
     r.add_argument("--expectile", type=float, default=0.7)

@@ -146,6 +146,7 @@ class OfflineRun:
                 self.step += 1
                 if self.step % 100 == 0:
                     log.write(json.dumps({"step": self.step, **metrics}) + "\n")
+                    log.flush()
                 if self.step % cfg.eval_every_steps == 0 or self.step == cfg.gradient_steps:
                     self.history.append({"step": self.step, **self.evaluate()})
                     print(f"vlmrl train --offline: step {self.step:,}: {format_eval(self.history[-1])}")
