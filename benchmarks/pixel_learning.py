@@ -26,6 +26,7 @@ curves under ``details``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -132,6 +133,9 @@ def ours_command(run: dict[str, Any]) -> list[str]:
         "--eval-episodes", str(run["eval_episodes"]), "--seed", str(run["seed"]), "--run-dir", run["dir"],
         "--no-progress", "--video-episodes", "0", "--torch-threads", "1", "--buffer.storage", "memory",
     ]  # fmt: skip
+    # lift keeps the train defaults (delta actions, sparse reward) of the replay table
+    if run["task"] == "reach":
+        cmd += ["--sim.action-mode", run["action_mode"], "--sim.reward", run["reward"]]
     if run["demos"]:
         cmd += ["--demo-episodes", str(run["demos"]), "--agent.layer-norm"]
     return cmd + list(run.get("extra", []))
@@ -168,7 +172,9 @@ def sb3_worker(run: dict[str, Any]) -> None:
 
     torch.set_num_threads(1)
     defaults = TrainConfig()
-    sim_cfg = defaults.sim.__class__(**{**defaults.sim.__dict__, "task": run["task"]})
+    sim_cfg = dataclasses.replace(
+        defaults.sim, task=run["task"], action_mode=run["action_mode"], reward=run["reward"]
+    )
     env = SB3Keys(make_env(sim_cfg), keep=ROBOT_KEYS)
     eval_env = SB3Keys(make_env(sim_cfg), keep=ROBOT_KEYS)
     model = SB3SAC(
@@ -244,7 +250,8 @@ def learning(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     for seed in args.seeds:
         for task, demos, steps in tasks:
             common = {"task": task, "seed": seed, "steps": steps, "eval_every": args.eval_every,
-                      "eval_episodes": args.eval_episodes, "demos": demos}  # fmt: skip
+                      "eval_episodes": args.eval_episodes, "demos": demos, "action_mode": args.action_mode,
+                      "reward": args.reward}  # fmt: skip
             name = f"{task}-s{seed}"
             runs.append(
                 {
@@ -310,6 +317,12 @@ def main() -> int:
     parser.add_argument("--lift-steps", type=int, default=20_000)
     parser.add_argument("--skip-lift", action="store_true", help="reach only (implied by --quick)")
     parser.add_argument("--eval-every", type=int, default=1000)
+    parser.add_argument(
+        "--action-mode",
+        default="ee_delta",
+        help="reach: the twin's action mode for both learners (SimConfig)",
+    )
+    parser.add_argument("--reward", default="shaped", help="reach: sparse or shaped, for both learners")
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument(
         "--sb3-cap-s", type=float, default=None, help="SB3 wall-clock cap (default 3600; quick: 1200)"
@@ -349,6 +362,12 @@ def main() -> int:
         "lift_steps": None if args.skip_lift else args.lift_steps,
         "sb3_cap_s": args.sb3_cap_s,
         "workers": args.workers,
+        "reach_env": {
+            "action_mode": args.action_mode,
+            "reward": args.reward,
+            "image_size": 64,
+            "cameras": ["front"],
+        },
         "load_average_at_start": load,
         "cpu_count": os.cpu_count(),
         "note": "wall-clock figures depend on what else runs on the machine; see load_average_at_start",
