@@ -1,7 +1,8 @@
 """Commands failing on bad input leave the previous run's directory as it was (issue 15, item 6).
 
 They used to write config.json first (overwriting the last run's provenance) and leave a fresh
-safety.jsonl behind. record and score have their own tests (test_record.py, test_score.py); deploy here.
+safety.jsonl behind. record and score have their own tests (test_record.py, test_score.py); deploy and
+finetune here.
 """
 
 import numpy as np
@@ -61,3 +62,64 @@ def test_deploy_failing_on_a_policy_that_does_not_fit_leaves_the_last_run_untouc
     with pytest.raises(ConfigError, match="uint8"):
         deploy.main(deploy_config(tmp_path, other, fresh))
     assert not fresh.exists()  # no empty safety.jsonl or config.json left behind
+
+
+def test_finetune_failing_on_a_robot_that_does_not_fit_leaves_the_last_run_untouched(tmp_path):
+    from types import SimpleNamespace
+
+    import torch
+
+    from buffer import BufferConfig
+    from vlm.config import AuxRewardConfig, OracleConfig, WorkerConfig
+    from vlmrl.pipelines import finetune
+
+    sim_cfg = SimConfig(task="lift", cameras=("front",), image_size=32)
+    env = make_env(sim_cfg)
+    obs = {"pixels/front": ((32, 32, 3), np.dtype(np.uint8))} | {
+        k: ((1,), np.dtype(np.float32)) for k in SO101_JOINT_KEYS
+    }
+    agent = SAC(SACConfig(hidden_dims=(8,)), obs, env.action_space)
+    env.close()
+    train = SimpleNamespace(
+        sim=sim_cfg,
+        agent=agent.cfg,
+        policy_obs="pixels",
+        buffer=BufferConfig(),
+        batch_size=8,
+        scorer=OracleConfig(),
+        prompt="",
+        aux_reward=AuxRewardConfig(kind="scaled"),
+        aux_reward_weight=0.5,
+        worker=WorkerConfig(),
+    )
+    run = tmp_path / "sim_run"
+    (run / "checkpoint").mkdir(parents=True)
+    spec = {k: [list(s), d.name] for k, (s, d) in obs.items()}
+    torch.save(
+        {"config": train, "agent": agent.state_dict(), "policy_obs_spec": spec},
+        run / "checkpoint" / "state.pt",
+    )
+    base = deploy_config(tmp_path, None, tmp_path / "ft")  # a 24 px robot env: the policy reads 32 px
+    fields = {f: getattr(base, f) for f in ("robot", "env", "twin_control_hz")}
+
+    def cfg(out_dir):
+        return finetune.Config(
+            from_run=run,
+            out_dir=out_dir,
+            episodes=1,
+            buffer=BufferConfig(storage="zarr", capacity_steps=50),
+            **fields,
+        )
+
+    fresh = tmp_path / "fresh"
+    with pytest.raises(ConfigError, match=r"reads 'pixels/front' as uint8\[32, 32, 3\]"):
+        finetune.main(cfg(fresh))
+    assert not fresh.exists()  # no config.json, empty safety.jsonl or empty buffer.zarr left behind
+    previous = tmp_path / "ft"
+    previous.mkdir()
+    (previous / "config.json").write_text('{"from": "the previous run"}\n')
+    (previous / "safety.jsonl").write_text('{"step": 3}\n')
+    before = tree(previous)
+    with pytest.raises(ConfigError, match="uint8"):
+        finetune.main(cfg(previous))
+    assert tree(previous) == before

@@ -47,6 +47,7 @@ from vlmrl.pipelines.common import (
     open_episode_store,
     write_config,
 )
+from vlmrl.run_dir import NewPaths
 from vlmrl.scoring import ScoringLink, aux_reward_for
 from vlmrl.sources import ROBOT_INFO_KEYS, RobotEpisodes
 from vlmrl.train_config import takes_td_errors
@@ -166,11 +167,15 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     action_space: Any = sim_env.action_space  # the units the agent was trained in; the safety layer clips
     sim_env.close()
     resumed = load_finetune_checkpoint(cfg)
-    write_config(cfg, cfg.out_dir)
-    env = make_robot_env(cfg, cfg.out_dir, robot_factories)
+    # config.json is written once the robot, the policy fit and the store are checked; a run failing on
+    # them leaves the previous run's files as they were (and removes an empty safety.jsonl/store it made).
+    new = NewPaths(cfg.out_dir, ["safety.jsonl", "buffer.zarr"])
+    with new.removed_on_failure():
+        env = make_robot_env(cfg, cfg.out_dir, robot_factories)
     last: dict[str, Any] = {}
     with interrupt_on_signals(), env:
-        check_policy_fits(obs_spec, env, f"the policy of {cfg.from_run}")
+        with new.removed_on_failure():
+            check_policy_fits(obs_spec, env, f"the policy of {cfg.from_run}")
         agent = SAC(train.agent, obs_spec, action_space)
         agent.load_state_dict(resumed["agent"] if resumed else state["agent"])
         spec = env_spec(env)
@@ -195,9 +200,10 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
             "from_run": str(cfg.from_run),
         }
         store = cfg.out_dir / "buffer.zarr"
-        buffer = open_episode_store(
-            store, buffer_cfg, spec.obs_spec(), spec.action_shape[0], INFO_KEYS, record_attrs
-        )
+        with new.removed_on_failure():
+            buffer = open_episode_store(
+                store, buffer_cfg, spec.obs_spec(), spec.action_shape[0], INFO_KEYS, record_attrs
+            )
         loop = LoopState()
         if resumed:
             if buffer.num_episodes != resumed["num_episodes_committed"]:
@@ -209,6 +215,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
                 )
             buffer.load_state_dict(resumed["buffer"])
             loop = dataclasses.replace(resumed["loop"])
+        write_config(cfg, cfg.out_dir)
         aux = aux_reward_for(train.aux_reward, train.aux_reward_weight, buffer_cfg.gamma)
         link = ScoringLink(buffer, scorer, prompt, cfg.worker, aux, wait_s=cfg.wait_for_scores_s)
         if resumed and resumed.get("scoring") is not None:
