@@ -70,6 +70,7 @@ REFUSED = [
     ("def progress(obs):\n    return 1.0\n", "no `def check"),
     ("def check(obs) -> __import__('os'):\n    return ().__reduce_ex__(2)\n", "attribute"),
     ("def check(obs):\n    x = obs\n    return x\n", "obs only through"),
+    ("X = np.array([1.0])\ndef check(obs):\n    return np.clip(obs.ee_pos_m, 0, 1, out=X)\n", "out="),
     ("x = " + "1+" * 1000 + "1\ndef check(obs):\n    return x\n", "nodes"),
     ("def check(obs):\n    return True\n" + "#" * 9000, "characters"),
 ]

@@ -273,6 +273,8 @@ class _Checker:
                 if keyword.arg is None:
                     raise self.fail(node, "**kwargs is not allowed")
                 self.name_ok(node, keyword.arg)
+                if keyword.arg == "out":  # would write into an array in place
+                    raise self.fail(node, "the out= keyword is not allowed")
                 self._expr(keyword.value, locals_, param)
             return
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
