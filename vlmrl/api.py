@@ -9,7 +9,7 @@ Each function takes the config dataclass its CLI verb builds (``vlmrl <verb> --h
 field) and returns a ``RunResult`` (run directory, metrics, policy path, outputs). Beyond the CLI, a
 script can pass what the package does not know about, without editing it:
 
-- ``scorer=`` (train): any object meeting the ``vlm.Scorer`` protocol (``scorer_id``, ``model_id``,
+- ``scorer=`` (train, score): any object meeting the ``vlm.Scorer`` protocol (``scorer_id``, ``model_id``,
   ``score(clips, prompt)``, ``close()``) judges the clips instead of the one the config names;
 - ``tasks=``: SO-101 twin tasks ``{name: task class}`` (see ``sim.so101.tasks``) usable by name in
   ``SimConfig.task`` / ``--task`` during the call;
@@ -136,12 +136,12 @@ def record(
     return RunResult(cfg.out_dir, {"episodes": cfg.episodes}, getattr(cfg, "policy", None), outputs)
 
 
-def score(cfg: ScoreConfig) -> RunResult:
+def score(cfg: ScoreConfig, *, scorer: Scorer | None = None) -> RunResult:
     """`vlmrl score`: score recorded episodes; scores and aux rewards go beside the data.
     ``metrics``: summary.json (scorer id, prompt, per-episode rows)."""
     from vlmrl.pipelines import score as pipeline
 
-    pipeline.main(cfg)
+    pipeline.main(cfg, custom_scorer=scorer)
     out_dir = cfg.out_dir or cfg.episodes.parent / f"{cfg.episodes.name}-report"
     path = out_dir / "summary.json"
     metrics = json.loads(path.read_text()) if path.is_file() else {}

@@ -169,13 +169,10 @@ class EpisodeSource:
             return episode
         return self.dataset_index[episode - self.buffer.storage.episodes().first]
 
-    def write(
-        self, episode: int, clip_ids: list[int], scores: np.ndarray, aux: np.ndarray, scorer_id: str
-    ) -> str:
-        """Scores and aux rewards beside the data: into the store, or collected for the sidecar parquet."""
+    def write(self, episode: int, aux: np.ndarray, scorer_id: str) -> str:
+        """Where the episode's scores and aux rewards (already in the buffer: ``vlmrl.scoring``) end up: the
+        zarr store itself, or rows collected for the LeRobotDataset's sidecar parquet."""
         start, end = self.buffer.episode_rows(episode)
-        self.buffer.set_scores(clip_ids, scores, scorer_id)
-        self.buffer.set_aux_reward(start + np.arange(len(aux)), aux, scorer_id)
         if not self.is_lerobot:
             return f"{self.path}: scores/{scorer_id}, aux_reward/{scorer_id}"
         rows = np.arange(start, end)
@@ -238,12 +235,13 @@ def step_scores(n_steps: int, clips: list[Any], scores: np.ndarray) -> np.ndarra
     return scores_per_step(n_steps, [c.start for c in clips], clips[0].length, clips[0].stride, scores)
 
 
-def main(cfg: Config) -> int:
-    """Score every episode; returns 0."""
+def main(cfg: Config, custom_scorer: Any = None) -> int:
+    """Score every episode; returns 0. ``custom_scorer``: any ``vlm.Scorer`` instead of the one ``cfg.scorer``
+    names (the Python API's ``vlmrl.score(cfg, scorer=...)``); closed at the end like it."""
     from buffer.clips import clip_last_step
     from sim.video import write_video
     from vlm import Clip, apply_calibration, make_scorer, scorer_prompt
-    from vlm.aux_reward import aux_rewards
+    from vlmrl.scoring import write_aux_rewards
 
     if cfg.clip_length < 1 or cfg.clip_stride < 1:
         raise ConfigError("--clip-length and --clip-stride must be at least 1")
@@ -255,6 +253,11 @@ def main(cfg: Config) -> int:
         raise ConfigError("--compare and --json go with --evaluate")
     if cfg.score_calibration and cfg.fit_score_calibration:
         raise ConfigError("--fit-score-calibration fits the scorer's raw scores; drop --score-calibration")
+    if cfg.aux.weight != 1.0:
+        raise ConfigError(
+            f"--aux.weight {cfg.aux.weight}: stored aux rewards are unweighted (one weight, applied where they "
+            "are used: vlmrl train --aux-reward-weight); leave --aux.weight at 1"
+        )
     if not cfg.episodes.exists():
         raise ConfigError(f"EPISODES {cfg.episodes}: no such file or directory")
     source = EpisodeSource(cfg.episodes, cfg)
@@ -273,13 +276,14 @@ def main(cfg: Config) -> int:
         goal = cfg.prompt or source.task
         if not goal:
             raise ConfigError(f"{cfg.episodes}: no task sentence stored; pass --prompt")
-        prompt = cfg.prompt or scorer_prompt(goal, cfg.scorer.kind)  # as train and finetune build it
+        kind = cfg.scorer.kind if custom_scorer is None else getattr(custom_scorer, "kind", "custom")
+        prompt = cfg.prompt or scorer_prompt(goal, kind)  # as train and finetune build it
         clips_of: dict[int, list[Any]] = {}
         for ref in source.buffer.new_clips():
             clips_of.setdefault(ref.episode, []).append(ref)
         # Labels first: data that cannot be calibrated fails before the (slow) scoring.
         labels = episode_labels(source, clips_of, episodes) if cfg.fit_score_calibration else None
-        scorer = make_scorer(cfg.scorer)
+        scorer = make_scorer(cfg.scorer) if custom_scorer is None else custom_scorer
         try:
             if cfg.score_calibration:
                 scorer = apply_calibration(scorer, cfg.score_calibration, prompt)
@@ -297,7 +301,7 @@ def main(cfg: Config) -> int:
                         for k in source.buffer.info_keys
                     }
                     batch = [Clip(*source.buffer.read_clip(c)) for c in clips]
-                    terminated = bool(source.buffer.storage.read("terminated", np.array([end - 2]))[0])
+                    source.buffer.storage.read("terminated", np.array([end - 2]))  # the aux rule reads it
                 except BufferError as exc:
                     if not cfg.skip_corrupt:
                         raise
@@ -308,8 +312,10 @@ def main(cfg: Config) -> int:
                 raw_scores[episode] = scores
                 n_transitions = n_rows - 1
                 last_steps = np.array([clip_last_step(c.start, c.length, c.stride) for c in clips])
-                aux = aux_rewards(cfg.aux, n_transitions, last_steps, scores, terminated=terminated)
-                where = source.write(episode, [c.clip_id for c in clips], scores, aux, scorer.scorer_id)
+                source.buffer.set_scores([c.clip_id for c in clips], scores, scorer.scorer_id)
+                # The one path from clip scores to stored aux rewards, as in train and finetune.
+                aux = write_aux_rewards(source.buffer, episode, last_steps, scores, cfg.aux, scorer.scorer_id)
+                where = source.write(episode, aux, scorer.scorer_id)
                 curve = step_scores(n_rows, clips, scores)
                 video = out_dir / f"episode_{source.label(episode)}.mp4"
                 write_video(compose_report_frames(frames, curve, info.get("progress")), video, fps=source.fps)
