@@ -23,7 +23,15 @@ from buffer.config import (
     VLMTDSamplerConfig,
 )
 from sim.config import SimConfig
-from vlm.config import AuxRewardConfig, CLIPConfig, HFConfig, OpenAIConfig, OracleConfig, WorkerConfig
+from vlm.config import (
+    AuxRewardConfig,
+    CLIPConfig,
+    HFConfig,
+    LearnedConfig,
+    OpenAIConfig,
+    OracleConfig,
+    WorkerConfig,
+)
 from vlmrl.errors import ConfigError
 
 ReplayMode = Literal["uniform", "per", "vlm", "vlm_td"]
@@ -32,6 +40,7 @@ ScorerChoice = (
     | Annotated[HFConfig, tyro.conf.subcommand("hf")]
     | Annotated[OpenAIConfig, tyro.conf.subcommand("openai")]
     | Annotated[CLIPConfig, tyro.conf.subcommand("clip")]
+    | Annotated[LearnedConfig, tyro.conf.subcommand("learned")]
 )
 
 
