@@ -17,10 +17,8 @@ from typing import Any, Literal
 import numpy as np
 
 from robot.config import ArmConfig, LeRobotEnvConfig
+from sim.so101.tasks import TaskName
 from vlmrl.errors import ConfigError
-
-SO10X_TYPES = ("sim_so101", "so101_follower", "so100_follower")
-"""Robot types with the SO-101 kinematics (the safety layer's workspace check uses its FK)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,7 +29,7 @@ class RobotEnvConfig:
     """Which arm: ``--robot.type sim_so101`` (the twin) or a LeRobot type with ``--robot.port``."""
     env: LeRobotEnvConfig = field(default_factory=LeRobotEnvConfig)
     """Control rate, episode length, image size, safety limits, watchdog, stop mode."""
-    task: Literal["reach", "lift", "push", "place"] = "lift"
+    task: TaskName = "lift"
     """SO-101 task: the twin places its objects for it; its sentence is the task description."""
     start_pose: Literal["sim_home", "env_home"] = "sim_home"
     """Reset pose: the twin's episode start pose (what sim-trained policies saw), or ``env.home``."""
@@ -63,6 +61,8 @@ def make_robot_env(cfg: RobotEnvConfig, out_dir: Path, robot_factories: dict[str
     Raises:
         RobotError: a bad robot config (unknown type, missing port...).
     """
+    from robot.arms import arm_for
+    from robot.config import env_config_for_arm
     from robot.lerobot_env import LeRobotEnv
     from robot.lerobot_robot import make_robot
     from sim.lerobot_twin import home_action, make_sim_so101
@@ -81,7 +81,9 @@ def make_robot_env(cfg: RobotEnvConfig, out_dir: Path, robot_factories: dict[str
         return make_sim_so101(arm, image_size=image_size, control_hz=twin_hz, task=cfg.task)
 
     robot = make_robot(cfg.robot, {"sim_so101": twin, **_ROBOT_TYPES.get(), **(robot_factories or {})})
-    fk = forward_kinematics if cfg.robot.type in SO10X_TYPES else None
+    description = arm_for(cfg.robot.type)  # the arm's own limits and kinematics (robot/arms.py)
+    env_cfg = env_config_for_arm(env_cfg, cfg.robot.type)
+    fk = forward_kinematics if description is not None and description.kinematics == "so101" else None
     out_dir.mkdir(parents=True, exist_ok=True)
     return LeRobotEnv(robot, env_cfg, forward_kinematics=fk, clip_log=str(out_dir / "safety.jsonl"))
 

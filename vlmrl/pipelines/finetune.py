@@ -153,7 +153,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     from agents.sac import SAC
     from robot.contract import env_spec
     from robot.signals import interrupt_on_signals
-    from robot.teleop import KeyboardJog, LeaderArm, OperatorKeys
+    from robot.teleop import KeyboardJog, LeaderArm, OperatorKeys, leader_type_for
     from sim import make_env
     from vlm import scorer_prompt
 
@@ -231,7 +231,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         learner = Learner(agent, buffer, link, plan, loop, np.random.default_rng(cfg.seed))
         keys = OperatorKeys()
         teleop: Any = (
-            LeaderArm("so101_leader", cfg.leader_port)
+            LeaderArm(leader_type_for(cfg.robot.type), cfg.leader_port)
             if cfg.teleop == "leader"
             else KeyboardJog(env.action_keys, dict.fromkeys(env.action_keys, 2.0))
         )

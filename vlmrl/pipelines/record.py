@@ -48,8 +48,9 @@ class Config(RobotEnvConfig):
     """Who drives: keyboard jogging, a LeRobot leader arm, an exported policy, or the twin's scripted expert."""
     policy: Path | None = None
     """policy.pt for ``--source policy``."""
-    leader_type: str = "so101_leader"
-    """LeRobot leader arm type for ``--source leader``."""
+    leader_type: str = ""
+    """LeRobot leader arm type for ``--source leader``; empty: the follower's own (``robot.arms``:
+    so101_follower -> so101_leader, koch_follower -> koch_leader)."""
     leader_port: str | None = None
     """Serial port of the leader arm."""
     jog_step: float = 2.0
@@ -74,7 +75,7 @@ Driver = Callable[[dict[str, np.ndarray]], np.ndarray]
 
 def make_driver(cfg: Config, env: Any) -> tuple[Driver, Callable[[], None], Callable[[], None]]:
     """(propose action from obs, reset hook called after env.reset, close)."""
-    from robot.teleop import KeyboardJog, LeaderArm
+    from robot.teleop import KeyboardJog, LeaderArm, leader_type_for
 
     keys = list(env.action_keys)
 
@@ -102,7 +103,7 @@ def make_driver(cfg: Config, env: Any) -> tuple[Driver, Callable[[], None], Call
 
         return (lambda obs: ordered(state["next"]())), reset_expert, (lambda: None)
     if cfg.source == "leader":
-        leader = LeaderArm(cfg.leader_type, cfg.leader_port)
+        leader = LeaderArm(cfg.leader_type or leader_type_for(cfg.robot.type), cfg.leader_port)
         return (lambda obs: ordered(leader.action(env.measured))), (lambda: None), leader.close
     jog = KeyboardJog(keys, {k: cfg.jog_step * (2.5 if k == "gripper.pos" else 1.0) for k in keys})
     return (lambda obs: ordered(jog.action(env.measured))), (lambda: jog.sync(env.measured)), jog.close
@@ -216,38 +217,40 @@ def export_store(store: Path, root: Path, cfg: Config) -> Path:
     """Export the episodes of the zarr store to a LeRobotDataset at ``root`` (built beside it, then swapped
     in; on failure the half-built copy is removed and ``root`` stays as it was). Damaged episodes stop
     the export naming them, or with ``cfg.skip_corrupt`` are left out and listed."""
-    import zarr
-
-    from buffer import BufferConfig
+    from buffer import BufferConfig, BufferError
     from buffer.io import export_lerobot, open_recorded
-    from buffer.storage.integrity import describe_skipped, intact_episodes
+    from buffer.metadata import read_store_metadata
+    from buffer.storage.integrity import describe_skipped
 
-    meta: Any = zarr.open_group(str(store), mode="r").attrs.asdict()
-    env_meta, record = meta["vlmrl_buffer"]["env"], meta.get("vlmrl_record", {})
-    obs_spec = {k: (tuple(shape), np.dtype(dt)) for k, (shape, dt) in env_meta["obs_spec"].items()}
+    meta = read_store_metadata(store)  # one-line BufferError for malformed metadata
+    record = meta.record
     buffer = open_recorded(
-        BufferConfig(storage="zarr", capacity_steps=int(meta["vlmrl_buffer"]["capacity"])),
-        obs_spec,
-        int(env_meta["action_dim"]),
-        env_meta["info_keys"],
+        BufferConfig(storage="zarr", capacity_steps=meta.capacity),
+        meta.obs_spec,
+        meta.action_dim,
+        meta.info_keys,
         str(store),
     )
     tmp = root.with_name(root.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        episodes, skipped = intact_episodes(buffer.storage, skip_corrupt=cfg.skip_corrupt)
+        skipped: dict[int, str] | None = {} if cfg.skip_corrupt else None
+        fps = round(float(record.get("control_hz", cfg.env.control_hz)))
+        try:
+            export_lerobot(
+                buffer,
+                tmp,
+                fps=fps,
+                task=str(record.get("task_description", "")),
+                robot_type=record.get("robot_type"),
+                action_names=record.get("action_keys"),
+                skipped=skipped,
+            )
+        except BufferError as exc:
+            hint = "" if cfg.skip_corrupt else "; --skip-corrupt leaves damaged episodes out of the export"
+            raise BufferError(f"{exc}{hint}") from None
         if skipped:
             print(f"record: export: {describe_skipped(skipped)}")
-        fps = round(float(record.get("control_hz", cfg.env.control_hz)))
-        export_lerobot(
-            buffer,
-            tmp,
-            fps=fps,
-            task=str(record.get("task_description", "")),
-            episodes=episodes,
-            robot_type=record.get("robot_type"),
-            action_names=record.get("action_keys"),
-        )
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
