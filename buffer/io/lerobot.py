@@ -184,13 +184,15 @@ def export_lerobot(
     vcodec: str = "libsvtav1",
     robot_type: str | None = None,
     action_names: Sequence[str] | None = None,
+    skipped: dict[int, str] | None = None,
 ) -> int:
     """Write live buffer episodes (all, or `episodes`) as a LeRobotDataset v3.0 at `root` (must not exist).
 
     Uses lerobot's own writer (lerobot 0.4.x), so the result loads with `LeRobotDataset`; feature names,
     robot type and the final frame's action follow LeRobot's conventions (module docstring). Returns the
-    number of episodes written. Choose intact episodes first (`buffer.storage.integrity.intact_episodes`)
-    to skip damaged ones; a damaged episode met here stops the export with its name.
+    number of episodes written. Every row of an episode is read (frames checked against their
+    checksums) before any of it is written: with `skipped` given, a damaged episode is left out and
+    recorded there (episode -> problem); without it, it stops the export with its name.
 
     Raises:
         BufferError: lerobot is not importable, `root` exists, `action_names` do not fit the actions, or
@@ -249,10 +251,17 @@ def export_lerobot(
             vcodec=vcodec,
             encoder_threads=1,
         )
+        written = 0
         for e in chosen:
             start, end = buffer.episode_rows(e)
             rows = np.arange(start, end)
-            read = {name: buffer.storage.read(name, rows) for name in specs}
+            try:
+                read = {name: buffer.storage.read(name, rows) for name in specs}
+            except BufferError as exc:
+                if skipped is None:
+                    raise
+                skipped[e] = str(exc)
+                continue
             for i in range(len(rows)):
                 last = i == len(rows) - 1
                 j = i - 1 if last else i  # the final row: the last transition's action and end flags
@@ -268,9 +277,12 @@ def export_lerobot(
                 frame["task"] = task
                 dataset.add_frame(frame)
             dataset.save_episode()
+            written += 1
+        if chosen and not written:
+            raise BufferError(f"export to {root}: no intact episode to write")
         dataset.finalize()
     _remove_empty_dirs(Path(root) / "images")  # lerobot's frame staging area, emptied after encoding
-    return len(chosen)
+    return written
 
 
 @contextlib.contextmanager
