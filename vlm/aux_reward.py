@@ -1,6 +1,7 @@
 """Per-step auxiliary rewards from clip scores, added to the env reward (times a weight).
 
-A clip's score judges the state at its last frame, so it becomes the potential Phi of that state.
+A clip's score judges the state at its last frame, so it becomes the potential Phi of that state (the
+clip rule, ``buffer/clips.py`` and docs/ARCHITECTURE.md: callers pass each clip's last frame step).
 Steps are indexed like the replay buffer: transition t goes from observation t to observation t + 1, and
 an episode of n transitions has observations 0..n (the last one is the kept final ``next_obs``).
 
