@@ -6,7 +6,8 @@ transport), which the env turns into the shaped reward and which the oracle scor
 A task owns everything about itself, and the rest of the project derives from this table:
 
 - ``description``: the one sentence that becomes the env's ``task_description``, is stored with
-  recordings, and is the one source of VLM prompts and CLIP captions (``vlm.prompts.scorer_prompt``);
+  recordings, and is the one source of VLM prompts and CLIP captions (``vlm.prompts.scorer_prompt``;
+  the goal phrase those embed is the description itself, ``vlm.prompts.goal_phrase``);
 - ``scripted_strategy``: which of ``sim.so101.scripted.STRATEGIES`` the privileged expert runs;
 - ``default_max_steps``, ``reset`` (scene randomisation) and ``evaluate`` (success and progress);
 - its name in ``TASKS``, which gives the CLI's task choices (``TaskName``).
