@@ -246,3 +246,25 @@ def test_evaluate_refuses_bad_input_in_one_line(store, tmp_path, random_student)
     with pytest.raises(ConfigError, match="go with --evaluate"):
         score.main(eval_cfg(store, tmp_path, evaluate=False, json=tmp_path / "x.json"))
     assert not (tmp_path / "report").exists()
+
+
+def test_lerobot_export_evaluates_and_fits_like_the_store(store, tmp_path):
+    from buffer.io import export_lerobot
+    from vlmrl.pipelines import score
+
+    obs = {"state": ((2,), np.dtype(np.float32)), "pixels/front": ((16, 16, 3), np.dtype(np.uint8))}
+    buf = make_buffer(
+        BufferConfig(storage="zarr", capacity_steps=512), obs, 2, ("success", "progress"), path=str(store)
+    )
+    root = tmp_path / "lerobot"
+    export_lerobot(buf, root, fps=10, task=TASK)
+    buf.close()
+    figures = {}
+    for name, path in (("zarr", store), ("lerobot", root)):
+        score.main(eval_cfg(path, tmp_path / name, json=tmp_path / f"{name}.json"))
+        figures[name] = json.loads((tmp_path / f"{name}.json").read_text())["scorers"][0]
+    for key in ("clips", "auc", "voc", "ece"):
+        assert figures["lerobot"][key] == pytest.approx(figures["zarr"][key])
+    out = tmp_path / "from-lerobot.pt"
+    assert fit.main(fit_cfg(root, out, epochs=1)) == 0
+    assert make_scorer(LearnedConfig(path=str(out))).meta["prompt"] == make_prompt(TASK)
