@@ -1,0 +1,109 @@
+"""The learner loop on its own (no simulator): its order, update schedules, warm-up and TD feedback."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from buffer import BufferConfig, PERSamplerConfig, make_buffer
+from vlmrl.learner import Learner, LoopState, UpdatePlan
+from vlmrl.train_config import REPLAYS, takes_td_errors
+
+EPISODE_STEPS = 4
+
+
+class CountingAgent:
+    """Acts with ones; each update returns a loss and unit TD errors, and counts itself."""
+
+    def __init__(self) -> None:
+        self.num_updates = 0
+        self.batch_keys: list[list[str]] = []
+
+    def act(self, obs):
+        return np.ones(2, np.float32)
+
+    def update(self, batch):
+        self.num_updates += 1
+        self.batch_keys.append(sorted(batch.obs))
+        return {"critic_loss": float(self.num_updates), "td_error": np.ones(len(batch.indices), np.float32)}
+
+
+class Steps:
+    """An experience source of fixed-length episodes; records the actions it was given."""
+
+    def __init__(self, buffer, log: list[str]) -> None:
+        self.buffer, self.log, self.actions = buffer, log, []
+
+    def collect(self, episode, act, after_step):
+        self.log.append(f"collect {episode}")
+        for t in range(EPISODE_STEPS):
+            obs = {"state": np.full(3, t, np.float32)}
+            action = act(obs)
+            self.actions.append(action)
+            last = t == EPISODE_STEPS - 1
+            nxt = {"state": np.full(3, t + 1, np.float32)}
+            self.buffer.add_step(obs, action, 1.0, False, last, {"success": 0.0, "progress": 0.0}, nxt)
+            after_step()
+        return {"return": float(EPISODE_STEPS), "length": float(EPISODE_STEPS), "success": 0.0}
+
+
+def learner_for(plan: UpdatePlan, tmp_buffer_cfg: BufferConfig | None = None):
+    buffer = make_buffer(tmp_buffer_cfg or BufferConfig(capacity_steps=200), {"state": ((3,), np.float32)}, 2)
+    agent, state = CountingAgent(), LoopState()
+    low, high = -np.full(2, 0.5, np.float32), np.full(2, 0.5, np.float32)
+    return (
+        Learner(agent, buffer, None, plan, state, np.random.default_rng(0), low, high),
+        agent,
+        buffer,
+        state,
+    )
+
+
+def run(learner, source, episodes: int, log: list[str]) -> list[dict[str, float]]:
+    stats_seen: list[dict[str, float]] = []
+
+    def after(stats):
+        log.append(f"after {learner.state.episode}")
+        stats_seen.append(stats)
+
+    learner.run(source, until=lambda: learner.state.episode >= episodes, after_episode=after)
+    return stats_seen
+
+
+def test_per_step_updates_start_after_learning_starts_and_the_warm_up_acts_at_random():
+    plan = UpdatePlan(batch_size=4, random_steps=6, learning_starts=6, policy_keys=("state",))
+    learner, agent, buffer, state = learner_for(plan)
+    log: list[str] = []
+    source = Steps(buffer, log)
+    stats = run(learner, source, 3, log)
+    assert log == ["collect 0", "after 1", "collect 1", "after 2", "collect 2", "after 3"]
+    assert state.step == 12 and state.episode == 3
+    assert agent.num_updates == 12 - 6 + 1  # steps 6..12, each once the first episode is stored
+    assert "critic_loss" not in stats[0] and stats[2]["critic_loss"] == agent.num_updates  # the last update's
+    random, policy = np.array(source.actions[:6]), np.array(source.actions[6:])
+    assert np.all(np.abs(random) <= 0.5) and not np.allclose(random, random[0])  # uniform in the bounds
+    assert np.all(policy == 1.0)  # the agent's
+    assert all(keys == ["state"] for keys in agent.batch_keys)
+    buffer.close()
+
+
+def test_between_episode_updates_run_utd_per_collected_step_and_feed_td_errors_to_a_td_sampler(monkeypatch):
+    plan = UpdatePlan(
+        batch_size=4, utd_ratio=2, between_episodes=True, td_priorities=True, policy_keys=("state",)
+    )
+    learner, agent, buffer, _ = learner_for(
+        plan, BufferConfig(capacity_steps=200, sampler=PERSamplerConfig())
+    )
+    fed: list[int] = []
+    monkeypatch.setattr(buffer, "update_priorities", lambda indices, errors: fed.append(len(indices)))
+    log: list[str] = []
+    stats = run(learner, Steps(buffer, log), 2, log)
+    assert [s["updates"] for s in stats] == [2.0 * EPISODE_STEPS] * 2
+    assert agent.num_updates == 2 * 2 * EPISODE_STEPS and fed == [4] * agent.num_updates
+    assert stats[0]["critic_loss"] == pytest.approx(np.mean(np.arange(1, 9)))  # the mean over the updates
+    buffer.close()
+
+
+def test_the_replay_mode_decides_td_feedback_once():
+    assert {mode for mode, replay in REPLAYS.items() if replay.td_priorities} == {"per", "vlm_td"}
+    assert takes_td_errors(PERSamplerConfig()) and not takes_td_errors(BufferConfig().sampler)
