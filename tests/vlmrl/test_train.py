@@ -397,3 +397,21 @@ def test_the_demo_adds_demonstrations_a_layernorm_critic_and_its_budget_unless_t
     assert cfg.sim.task == "lift" and cfg.replay == "vlm"
     mine = demo_config(TrainConfig(demo=True, total_steps=5_000, demo_episodes=3))
     assert (mine.demo_episodes, mine.total_steps, mine.agent.layer_norm) == (3, 5_000, True)
+
+
+def test_checkpoints_naming_the_config_classes_where_they_used_to_live_still_load(
+    tmp_path, monkeypatch
+) -> None:
+    """Checkpoints pickle classes by module path: runs from before the learner loop name
+    vlmrl.pipelines.train.TrainConfig and vlmrl.trainer.LoopState, which must keep resolving."""
+    from vlmrl.learner import LoopState
+
+    monkeypatch.setattr(TrainConfig, "__module__", "vlmrl.pipelines.train")
+    monkeypatch.setattr(LoopState, "__module__", "vlmrl.trainer")
+    (tmp_path / "checkpoint").mkdir()
+    torch.save({"config": TrainConfig(), "loop": LoopState(step=7)}, tmp_path / "checkpoint" / "state.pt")
+    raw = (tmp_path / "checkpoint" / "state.pt").read_bytes()
+    assert b"vlmrl.pipelines.train" in raw and b"vlmrl.trainer" in raw
+    monkeypatch.undo()
+    state = load_checkpoint(tmp_path)
+    assert isinstance(state["config"], TrainConfig) and state["loop"].step == 7
