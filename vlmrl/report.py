@@ -9,6 +9,7 @@ import numpy as np
 
 from buffer.clips import plan_episode_clips, scores_per_step
 from buffer.config import BufferConfig
+from vlmrl.car_reward import report_lines as car_report_lines
 from vlmrl.evaluation import EpisodeRecord, EvalResult
 
 VIDEO_SIDE_PX = 256
@@ -189,6 +190,7 @@ def write_report(
             for e in state.evals
         ],
         "",
+        *car_report_lines(run_dir, state.train_log),
         "## Files",
         "",
         "- `curves.png`: success and return vs env steps, clip-score and importance-weight statistics",

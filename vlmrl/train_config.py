@@ -87,6 +87,15 @@ class TrainConfig:
     aux_reward: AuxRewardConfig = field(default_factory=lambda: AuxRewardConfig(kind="shaping"))
     """How clip scores become per-step auxiliary rewards. Its ``weight`` must stay 1: the one weight is
     ``aux_reward_weight`` (stored aux rewards are unweighted; the weight applies when a batch is drawn)."""
+    reward_program: Path | None = None
+    """Code-as-Reward program file (`vlmrl reward-program generate|verify`, status verified) for the SO-101
+    twin: its dense reward (sub-tasks done in order plus the next one's progress, in [0, 1]) is computed for
+    every training step in a sandboxed worker process. Evaluation still measures the task's own success. The
+    run keeps a copy (reward_program.json), which a resume uses. None: no program."""
+    reward_program_mode: Literal["add", "replace"] = "add"
+    """add: the env's reward plus reward_program_weight x the CaR reward; replace: the weighted CaR reward alone."""
+    reward_program_weight: float = 1.0
+    """Weight of the CaR reward."""
     worker: WorkerConfig = field(default_factory=WorkerConfig)
     """The asynchronous scoring worker."""
     sync_scoring: bool = False
@@ -220,6 +229,8 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
         raise ConfigError(
             f"demo_episodes needs the SO-101 twin's scripted expert (--sim.suite so101), not {cfg.sim.suite!r}"
         )
+    if cfg.reward_program is not None and cfg.sim.suite != "so101":
+        raise ConfigError(f"reward_program needs the SO-101 twin (--sim.suite so101), not {cfg.sim.suite!r}")
     if cfg.policy_obs == "robot" and cfg.sim.suite != "so101":
         raise ConfigError("policy_obs 'robot' needs an arm with LeRobot joint keys: --sim.suite so101")
     if cfg.policy_obs == "pixels" and not cfg.sim.cameras:

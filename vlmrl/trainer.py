@@ -76,6 +76,14 @@ class Trainer:
         make = env_factory or make_env
         self.env = make(cfg.sim)
         self.eval_env = make(cfg.sim)
+        self.car: Any = None  # the Code-as-Reward wrapper (issue #17) when cfg.reward_program is set
+        if cfg.reward_program is not None:
+            from vlmrl.car_reward import wrap_with_program
+
+            self.car = self.env = wrap_with_program(
+                self.env, cfg.reward_program, cfg.sim.task, cfg.reward_program_mode,
+                cfg.reward_program_weight, run_dir, resuming=checkpoint is not None,
+            )  # fmt: skip
         spec = env_spec(self.env)
         if not isinstance(self.env.action_space, gym.spaces.Box):
             raise ConfigError(f"SAC needs a Box action space, the env has {self.env.action_space}")
@@ -273,6 +281,8 @@ class Trainer:
 
     def _after_episode(self, stats: dict[str, float], writer: Any, progress: TrainProgress) -> None:
         cfg, state = self.cfg, self.state
+        if self.car is not None:
+            stats |= self.car.episode_stats()
         state.train_log.append({"step": float(state.step), **stats})
         for key, value in stats.items():
             writer.add_scalar(key if "/" in key else f"train/{key}", value, state.step)
