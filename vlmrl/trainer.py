@@ -31,6 +31,7 @@ from vlmrl.checkpoint import load_checkpoint, memory_buffer_path, save_checkpoin
 from vlmrl.errors import ConfigError
 from vlmrl.evaluation import EvalResult, eval_seeds, evaluate
 from vlmrl.learner import Learner, LoopState, UpdatePlan
+from vlmrl.pipelines.deploy import policy_run_info
 from vlmrl.progress import TrainProgress
 from vlmrl.report import write_report
 from vlmrl.scoring import ScoringLink, aux_reward_for
@@ -378,7 +379,8 @@ class Trainer:
             self.state.evals.pop()  # the report shows it; the history keeps the scheduled evaluations
         if not interrupted:
             outputs["checkpoint"] = save_checkpoint(self.run_dir, self._take_snapshot(), self.buffer)
-        outputs["policy"] = export_policy(self.agent, self.run_dir / "policy.pt")
+        run_info = policy_run_info(self.cfg.sim, self.cfg.policy_obs)  # what deploy sets itself up from
+        outputs["policy"] = export_policy(self.agent, self.run_dir / "policy.pt", run=run_info)
         if self.cfg.export_onnx:
             outputs["onnx"] = export_onnx(self.agent, self.run_dir / "policy.onnx")
         scorer = self.link.scorer if self.link is not None else None
