@@ -213,6 +213,14 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
         raise ConfigError("eval_every_steps and checkpoint_every_steps must be >= 1")
     if cfg.replay not in REPLAYS:
         raise ConfigError(f"replay {cfg.replay!r}: choose one of {', '.join(REPLAYS)}")
+    for mode, replay in REPLAYS.items():  # settings of another mode would be silently ignored (issue #15)
+        settings = getattr(cfg, replay.settings_field) if replay.settings_field else None
+        if new_run and mode != cfg.replay and settings is not None and settings != type(settings)():
+            option = replay.settings_field.replace("_", "-")
+            raise ConfigError(
+                f"--{option}.* settings apply to --replay {mode} only, and this run uses --replay {cfg.replay}: "
+                f"add --replay {mode}, or drop the --{option}.* options"
+            )
     if not cfg.sim.cameras and (REPLAYS[cfg.replay].needs_scores or cfg.aux_reward_weight > 0):
         raise ConfigError(
             f"replay {cfg.replay!r} / aux_reward_weight {cfg.aux_reward_weight} need clips: give the sim a camera "

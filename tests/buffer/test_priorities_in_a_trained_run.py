@@ -7,12 +7,15 @@ sampler test still green. This runs the real loop briefly and reads the sampler 
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from agents.config import SACConfig
-from buffer.config import BufferConfig, VLMMixSamplerConfig
+from buffer.config import BufferConfig, PERSamplerConfig, VLMMixSamplerConfig, VLMTDSamplerConfig
 from sim.config import SimConfig
+from vlmrl.errors import ConfigError
 from vlmrl.pipelines.train import TrainConfig
+from vlmrl.train_config import check_config
 from vlmrl.trainer import Trainer
 
 
@@ -40,3 +43,21 @@ def test_the_trained_runs_sampler_step_equals_the_agents_updates_and_lambda_reac
     assert trainer.agent.num_updates >= 25  # one update per step from step 20 to 50
     assert sampler.state_dict()["step"] == trainer.agent.num_updates
     assert sampler.mix_lambda == 0.8
+
+
+@pytest.mark.parametrize(
+    ("replay", "option", "settings"),
+    [
+        ("vlm", "per-sampler", {"per_sampler": PERSamplerConfig(alpha=0.9)}),
+        ("per", "vlm-sampler", {"vlm_sampler": VLMMixSamplerConfig(lambda_end=0.9)}),
+        ("uniform", "vlm-td-sampler", {"vlm_td_sampler": VLMTDSamplerConfig(alpha=0.2)}),
+    ],
+)
+def test_sampler_settings_of_another_replay_mode_are_refused_not_ignored(tmp_path, replay, option, settings):
+    """Issue #15 (item 7): --per-sampler.alpha was silently ignored unless --replay per."""
+    cfg = TrainConfig(replay=replay, run_dir=str(tmp_path / "run"), progress=False, **settings)
+    with pytest.raises(
+        ConfigError, match=rf"--{option}\.\* settings apply to --replay \w+ only.*uses --replay {replay}"
+    ):
+        check_config(cfg)
+    check_config(cfg, new_run=False)  # a resumed run keeps what it started with
