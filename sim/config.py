@@ -7,6 +7,45 @@ from typing import Literal
 
 
 @dataclass(frozen=True, kw_only=True)
+class RandomizeConfig:
+    """Domain randomisation of the SO-101 twin, drawn once per episode from the episode seed.
+
+    ``preset`` sets every factor; a factor given here overrides the preset's value (0 turns it off).
+    Factors are symmetric ranges around the nominal (calibrated) value: ``x`` means uniform in [-x, x]."""
+
+    preset: str = "none"
+    """none (nominal twin), light, medium or strong (``sim.randomization.PRESETS``)."""
+    camera_pos_m: float | None = None
+    """Camera position offset, metres (a random direction, length uniform in [0, x])."""
+    camera_rot_deg: float | None = None
+    """Camera rotation about a random axis, degrees."""
+    camera_fovy_deg: float | None = None
+    """Change of the vertical field of view, degrees (calibrated cameras: their focal lengths scale alike)."""
+    light_frac: float | None = None
+    """Relative change of the light intensities (sun and headlight)."""
+    color: float | None = None
+    """Change of each RGB channel (0..1 scale) of the cube and the table, drawn separately for each."""
+    cube_mass_frac: float | None = None
+    """Relative change of the cube's mass (and inertia)."""
+    cube_size_frac: float | None = None
+    """Relative change of the cube's size (it still starts resting on the table)."""
+    friction_frac: float | None = None
+    """Relative change of the sliding friction of the cube and the finger pads."""
+    joint_damping_frac: float | None = None
+    """Relative change of the arm joints' damping."""
+    gripper_force_frac: float | None = None
+    """Relative change of the gripper's force limit."""
+    max_latency_steps: int | None = None
+    """Action latency: each episode applies actions 0..x control periods late (x at most 2)."""
+    joint_noise_deg: float | None = None
+    """Standard deviation of the Gaussian noise on joint observations is drawn per episode in [0, x]:
+    degrees for the arm joints, the gripper's 0..100 units for the gripper."""
+    seed_salt: int = 0
+    """Stream of the draws: another salt gives other perturbations for the same episode seeds (the
+    held-out evaluation grid of ``vlmrl evaluate`` uses its own)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class SimConfig:
     """Which simulated env to build and how it renders and rewards."""
 
@@ -67,3 +106,13 @@ class SimConfig:
     """ee_delta mode: largest move of the tool centre point per step, metres."""
     render_backend: Literal["auto", "egl", "osmesa"] = "auto"
     """Headless OpenGL backend; auto tries EGL, then OSMesa. Ignored if MUJOCO_GL is already set."""
+    # A plain (frozen, shared) default rather than default_factory: configs pickled before this field
+    # existed still load with it.
+    randomize: RandomizeConfig = RandomizeConfig()
+    """Domain randomisation (so101 only): camera pose and field of view, light, colours, cube mass, size and
+    friction, joint damping, gripper force, action latency, joint observation noise; per episode."""
+
+    def __post_init__(self) -> None:
+        # Configs stored as JSON (a recording's sim_config attrs) come back with a dict here.
+        if isinstance(self.randomize, dict):
+            object.__setattr__(self, "randomize", RandomizeConfig(**self.randomize))

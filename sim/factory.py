@@ -8,6 +8,7 @@ import gymnasium
 
 from sim.config import SimConfig
 from sim.errors import SimError
+from sim.randomization import resolve_ranges
 from sim.rendering import select_gl_backend
 
 
@@ -59,6 +60,7 @@ def validate_config(cfg: SimConfig) -> None:
     if not (cfg.max_delta_deg > 0 and cfg.max_delta_gripper > 0 and cfg.max_delta_m > 0):
         raise SimError("max_delta_deg, max_delta_gripper and max_delta_m must be positive")
     validate_camera_calibration(cfg)
+    resolve_ranges(cfg)  # randomize: unknown preset, negative ranges, a suite without randomisation
 
 
 def validate_camera_calibration(cfg: SimConfig) -> None:

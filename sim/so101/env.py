@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import deque
 from typing import Any
 
 import gymnasium
@@ -12,6 +13,7 @@ from gymnasium import spaces
 from robot.contract import JOINT_KEYS, JOINT_NAMES, STATE_KEY, pixel_key, state_and_pixel_spaces
 from sim.config import SimConfig
 from sim.errors import SimError
+from sim.randomization import Perturbation, Randomizer, draw, episode_generator, resolve_ranges
 from sim.rewards import shaped_or_sparse_reward
 from sim.so101.arm import CAMERAS, SO101Sim, joint_limits
 from sim.so101.calibrated_cameras import apply_camera_calibration
@@ -63,6 +65,10 @@ class SO101Env(gymnasium.Env):
     Reward: sparse 1 on success; shaped: 1 on success, else ``progress - 1`` (in [-1, 0)), so ending the
     episode by succeeding always pays.
     ``calibrated_cameras`` maps each camera ``camera_calibration`` names to the calibrated camera it renders.
+    With ``cfg.randomize`` on, each reset draws a ``sim.randomization.Perturbation`` after placing the
+    objects (so the nominal and the randomised twin start from the same states for a seed);
+    ``reset(options={"perturbation": p})`` applies ``p`` instead (the held-out evaluation grid), and
+    ``perturbation`` holds the episode's draw.
     """
 
     metadata = {"render_modes": ["rgb_array"]}  # noqa: RUF012 (gymnasium declares it an instance variable)
@@ -79,6 +85,11 @@ class SO101Env(gymnasium.Env):
         self.render_mode = "rgb_array"
         self.sim = SO101Sim(max_image_size=cfg.image_size, shadows=cfg.shadows, antialias=cfg.antialias)
         self.calibrated_cameras = apply_camera_calibration(self.sim.model, cfg)
+        self.randomize_ranges = resolve_ranges(cfg)
+        self._randomizer = Randomizer(self.sim.model, CAMERAS)  # after calibration: those poses are nominal
+        self.perturbation = Perturbation()
+        self._noise_rng = np.random.default_rng(0)
+        self._pending: deque[np.ndarray] = deque()
         self.n_substeps = max(1, round(1.0 / (cfg.control_hz * self.sim.timestep_s)))
         self.max_episode_steps = cfg.max_episode_steps or self.task.default_max_steps
         limits = joint_limits()
@@ -118,8 +129,31 @@ class SO101Env(gymnasium.Env):
         self._targets = np.array([self.sim.joint_targets()[n] for n in JOINT_NAMES], dtype=np.float32)
         self._tcp_target = self.sim.tcp_position()
         self._steps = 0
+        self._perturb(rng, (options or {}).get("perturbation"))
         status = self.task.evaluate(self.sim)
         return self._observation(), {"success": status.success, "progress": status.progress}
+
+    def _perturb(self, rng: np.random.Generator, given: Perturbation | None) -> None:
+        """Draw (or take) this episode's perturbation and write it into the model."""
+        if given is None and not self.randomize_ranges.active():
+            if self.perturbation != Perturbation():
+                self._randomizer.apply(Perturbation(), self.sim.data)  # a previous episode was given one
+                self.perturbation = Perturbation()
+            self._pending.clear()
+            return
+        # Drawn after the task placed the objects: a seed starts from the same state with or without it.
+        episode_rng = episode_generator(int(rng.integers(2**63)), self.cfg.randomize.seed_salt)
+        if given is None:
+            given = draw(self.randomize_ranges, episode_rng, CAMERAS)
+        self.perturbation = given
+        self._noise_rng = episode_rng
+        self._randomizer.apply(given, self.sim.data)
+        cube = self.sim.cube_position()
+        if cube[2] > 0:  # the task uses the cube: rest it on the table at its new size
+            half = self._randomizer.nominal_cube_half_m
+            cube[2] += half * (given.cube_size_scale - 1.0)
+            self.sim.set_cube_pose(cube, self.sim.cube_yaw_rad())
+        self._pending = deque([self._targets.copy() for _ in range(given.latency_steps)])
 
     def joint_targets_array(self) -> np.ndarray:
         """The position targets last commanded, ``JOINT_NAMES`` order, LeRobot units."""
@@ -143,6 +177,9 @@ class SO101Env(gymnasium.Env):
         else:
             targets = self._ee_delta_targets(np.clip(array, -1.0, 1.0))
         self._targets = targets.astype(np.float32)
+        if self._pending:  # action latency: the servos receive the command of ``latency_steps`` ago
+            self._pending.append(self._targets.copy())
+            targets = self._pending.popleft()
         self.sim.set_joint_targets(dict(zip(JOINT_NAMES, targets.tolist())))
         self.sim.step(self.n_substeps)
         self._steps += 1
@@ -169,6 +206,12 @@ class SO101Env(gymnasium.Env):
     def _observation(self) -> dict[str, np.ndarray]:
         sim = self.sim
         joints = sim.joint_positions()
+        if self.perturbation.joint_noise_std > 0:
+            noise = self._noise_rng.normal(0.0, self.perturbation.joint_noise_std, size=len(JOINT_NAMES))
+            joints = {
+                n: float(np.clip(joints[n] + e, self._low[i], self._high[i]))
+                for i, (n, e) in enumerate(zip(JOINT_NAMES, noise))
+            }
         tcp = sim.tcp_position()
         cube = sim.cube_position()
         goal = np.asarray(self.task.goal(), dtype=np.float64)
