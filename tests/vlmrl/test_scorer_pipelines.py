@@ -268,3 +268,10 @@ def test_lerobot_export_evaluates_and_fits_like_the_store(store, tmp_path):
     out = tmp_path / "from-lerobot.pt"
     assert fit.main(fit_cfg(root, out, epochs=1)) == 0
     assert make_scorer(LearnedConfig(path=str(out))).meta["prompt"] == make_prompt(TASK)
+
+
+def test_best_threshold_is_on_the_raw_scores():
+    scores = np.array([0.01, 0.02, 0.03, 0.2, 0.25, 0.3])  # a student of a noisy teacher: all low
+    truth = np.array([False, False, False, True, True, True])
+    t = fit.best_threshold(scores, truth)
+    assert 0.03 < t < 0.2 and np.mean((scores >= t) == truth) == 1.0
