@@ -72,6 +72,14 @@ def test_score_then_finetune_scores_calibrates_trains_and_finetunes_with_the_sam
     result = load_example("score_then_finetune").main(["--tiny", "--out", str(tmp_path)])
     assert (tmp_path / "calibration.json").is_file()
     assert result.policy is not None and result.policy.is_file()
+    from agents.export import load_policy
+
+    run = load_policy(result.policy).run  # the sim policy's settings, passed on for deploy
+    assert (run["task"], run["policy_obs"], run["fine_tuned_from"]) == (
+        "reach",
+        "robot",
+        str(tmp_path / "sim"),
+    )
     assert [json.loads(line)["steps"] for line in (tmp_path / "finetune" / "metrics.jsonl").open()] == [
         20,
         20,

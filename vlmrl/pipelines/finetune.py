@@ -273,9 +273,22 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
             keys.close()
             teleop.close()
             buffer.close()
-        export_policy(agent, cfg.out_dir / "policy.pt")
+        export_policy(agent, cfg.out_dir / "policy.pt", run=sim_policy_run_info(cfg.from_run))
     print(f"finetune: {cfg.episodes} episode(s) -> {cfg.out_dir / 'policy.pt'}")
     return last
+
+
+def sim_policy_run_info(run_dir: Path) -> dict[str, Any] | None:
+    """The training settings the sim run's ``policy.pt`` carries (``agents.export``: task, cameras, image
+    size, control rate, action mode), passed on to the fine-tuned policy, which reads and acts the same way;
+    None when the run has no exported policy or it carries none."""
+    path = run_dir / "policy.pt"
+    if not path.is_file():
+        return None
+    from agents.export import load_policy
+
+    run = load_policy(path).run
+    return {**run, "fine_tuned_from": str(run_dir)} if run else None
 
 
 def checkpoint_state(
