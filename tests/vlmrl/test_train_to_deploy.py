@@ -178,7 +178,7 @@ def test_finetune_on_the_twin_learns_from_the_robots_transitions(tmp_path):
         task="reach",
         robot=ArmConfig(type="sim_so101", cameras=("front",), calibration_dir=str(tmp_path / "calib")),
         env=LeRobotEnvConfig(
-            control_hz=200.0, max_episode_steps=8, image_size=32, reset_settle_steps=1, keyboard_estop=False,
+            control_hz=200.0, max_episode_steps=8, reset_settle_steps=1, keyboard_estop=False,
             watchdog=WatchdogConfig(enabled=False),
         ),
         twin_control_hz=20.0,
@@ -224,3 +224,31 @@ def _absolute_actions() -> gym.spaces.Box:
         np.array([SO101_JOINT_LIMITS[k][0] for k in SO101_JOINT_KEYS], np.float32),
         np.array([SO101_JOINT_LIMITS[k][1] for k in SO101_JOINT_KEYS], np.float32),
     )
+
+
+def test_finetune_takes_the_image_size_from_the_sim_run_and_refuses_what_it_cannot_run(tmp_path):
+    """Issue #15 (item 7): finetune needed --env.image-size by hand; a joint-delta agent's actions were sent
+    to the arm as joint targets."""
+    from tests.vlmrl.test_finetune import config as finetune_config
+    from tests.vlmrl.test_finetune import sim_run
+    from vlmrl.pipelines import finetune
+
+    run, _ = sim_run(tmp_path)  # trained on 32 px frames
+    default_size = dataclasses.replace(
+        finetune_config(tmp_path, run).env, image_size=LeRobotEnvConfig().image_size
+    )
+    cfg = dataclasses.replace(finetune_config(tmp_path, run), env=default_size)
+    assert (
+        finetune.fit_to_sim_run(
+            cfg, torch.load(run / "checkpoint" / "state.pt", weights_only=False)["config"]
+        ).env.image_size
+        == 32
+    )
+    with pytest.raises(ConfigError, match=r"trained on 32 px frames, not --env.image-size 48"):
+        finetune.main(dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, image_size=48)))
+    state = torch.load(run / "checkpoint" / "state.pt", weights_only=False)
+    state["config"].sim = dataclasses.replace(state["config"].sim, action_mode="delta")
+    torch.save(state, run / "checkpoint" / "state.pt")
+    with pytest.raises(ConfigError, match=r"--sim.action-mode delta, but finetune sends .* as joint targets"):
+        finetune.main(cfg)
+    assert not (tmp_path / "ft").exists()  # refused before anything was written

@@ -133,6 +133,31 @@ def make_sim_scorer(train: Any, from_run: Path, prompt: str) -> Any:
     return scorer
 
 
+def fit_to_sim_run(cfg: Config, train: Any) -> Config:
+    """``cfg`` with the sim run's image size where ``--env.image-size`` was left at its default.
+
+    Raises:
+        ConfigError: ``--env.image-size`` given and not the run's, or a run whose actions are not joint
+            targets (finetune sends the agent's actions to the arm as joint targets).
+    """
+    from robot.config import LeRobotEnvConfig
+
+    sim = train.sim
+    if sim.action_mode != "absolute":
+        raise ConfigError(
+            f"{cfg.from_run} was trained with --sim.action-mode {sim.action_mode}, but finetune sends the agent's "
+            "actions to the arm as joint targets: train with --sim.action-mode absolute to fine-tune"
+        )
+    if not sim.cameras or cfg.env.image_size == sim.image_size:
+        return cfg
+    if cfg.env.image_size != LeRobotEnvConfig().image_size:
+        raise ConfigError(
+            f"{cfg.from_run} was trained on {sim.image_size} px frames, not --env.image-size {cfg.env.image_size} "
+            "(leave it out to use the run's)"
+        )
+    return dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, image_size=sim.image_size))
+
+
 def main(cfg: Config) -> int:
     """Fine-tune for ``cfg.episodes`` episodes; returns 0."""
     run(cfg)
@@ -162,6 +187,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     torch.set_num_threads(cfg.torch_threads)
     state = load_sim_run(cfg.from_run)
     train = state["config"]
+    cfg = fit_to_sim_run(cfg, train)
     obs_spec = policy_obs_spec(state)
     sim_env = make_env(dataclasses.replace(train.sim, cameras=()))
     action_space: Any = sim_env.action_space  # the units the agent was trained in; the safety layer clips
