@@ -18,6 +18,7 @@ from agents.config import IQLConfig, SACConfig
 from buffer.config import (
     BufferConfig,
     PERSamplerConfig,
+    PriorMixSamplerConfig,
     UniformSamplerConfig,
     VLMMixSamplerConfig,
     VLMTDSamplerConfig,
@@ -111,6 +112,13 @@ class TrainConfig:
     (demonstrations, as in RLPD or SAC from demonstrations). They are scored like any other clip and do not
     count in total_steps. Use with ``--agent.layer-norm``: with a plain critic, Q diverged on demonstrations.
     0: none."""
+    prior_share: float = 0.5
+    """Share of each batch drawn from the demonstrations (RLPD's symmetric sampling, Ball et al. 2023),
+    uniformly; the rest comes from online data by ``--replay``. 0: demonstrations are replayed like online
+    data, by ``--replay``."""
+    asymmetric_critic: bool = False
+    """With ``--policy-obs robot``: the critics also read the sim's privileged ``state`` vector (simulation
+    only); the actor and the exported policy still read only the robot's keys."""
     learning_starts: int = 1_000
     """Uniform-random actions for this many steps before the policy acts and updates start."""
     batch_size: int = 128
@@ -176,7 +184,8 @@ REPLAYS: dict[str, Replay] = {
 
 
 def takes_td_errors(sampler: object) -> bool:
-    """Whether a buffer sampler config is one that takes the learner's TD errors."""
+    """Whether a buffer sampler config is one that takes the learner's TD errors (a prior mix: its online part)."""
+    sampler = sampler.online if isinstance(sampler, PriorMixSamplerConfig) else sampler
     return any(isinstance(sampler, r.sampler) and r.td_priorities for r in REPLAYS.values())
 
 
@@ -194,6 +203,8 @@ def resolve_buffer_config(cfg: TrainConfig, scorer_id: str) -> BufferConfig:
         if replay.settings_field
         else replay.sampler()
     )
+    if cfg.demo_episodes > 0 and cfg.prior_share > 0:  # demonstrations are the prior part (RLPD)
+        sampler = PriorMixSamplerConfig(prior_share=cfg.prior_share, online=sampler)
     return dataclasses.replace(
         cfg.buffer,
         sampler=sampler,
@@ -233,6 +244,12 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
         )
     if cfg.demo_episodes < 0:
         raise ConfigError(f"demo_episodes must be >= 0, got {cfg.demo_episodes}")
+    if not 0.0 <= cfg.prior_share <= 1.0:
+        raise ConfigError(f"prior_share must be in [0, 1], got {cfg.prior_share}")
+    if cfg.asymmetric_critic and cfg.policy_obs != "robot":
+        raise ConfigError(
+            "asymmetric_critic needs --policy-obs robot (with state the actor reads it already)"
+        )
     if cfg.demo_episodes and cfg.sim.suite != "so101":
         raise ConfigError(
             f"demo_episodes needs the SO-101 twin's scripted expert (--sim.suite so101), not {cfg.sim.suite!r}"

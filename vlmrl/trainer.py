@@ -24,6 +24,7 @@ import numpy as np
 from agents.export import export_onnx, export_policy
 from agents.sac import SAC
 from buffer import ReplayBuffer
+from buffer.samplers.prior_mix import PriorMixSampler
 from robot.contract import JOINT_KEYS, PIXELS_PREFIX, STATE_KEY, env_spec
 from sim import make_env
 from vlm import Scorer, VLMError, apply_calibration
@@ -94,10 +95,13 @@ class Trainer:
         self.stored_keys = [STATE_KEY, *(JOINT_KEYS if cfg.policy_obs == "robot" else ()), *cameras]
         full_spec = spec.obs_spec()
         self.policy_obs_spec = {k: full_spec[k] for k in self.policy_keys}
+        # An asymmetric critic also reads the sim's privileged state; the actor never does (agents.sac).
+        self.privileged_keys = (STATE_KEY,) if cfg.asymmetric_critic else ()
         self.agent = SAC(
             dataclasses.replace(cfg.agent, seed=cfg.seed),
-            self.policy_obs_spec,
+            {**self.policy_obs_spec, **{k: full_spec[k] for k in self.privileged_keys}},
             self.action_space,
+            privileged_keys=self.privileged_keys,
         )
         self.link: ScoringLink | None = None
         self.scorer_id = ""
@@ -131,7 +135,7 @@ class Trainer:
             random_steps=cfg.learning_starts,
             learning_starts=cfg.learning_starts,
             td_priorities=REPLAYS[cfg.replay].td_priorities,
-            policy_keys=tuple(self.policy_keys),
+            policy_keys=(*self.policy_keys, *self.privileged_keys),
         )
         self.learner = Learner(
             self.agent, self.buffer, self.link, plan, self.state, self.rng,
@@ -266,12 +270,20 @@ class Trainer:
         demos = EnvEpisodes(
             self.env, self.buffer, self.stored_keys, cfg.seed * TRAIN_SEED_STRIDE + DEMO_SEED_OFFSET
         )
-        for d in range(state.demo_episodes_added, cfg.demo_episodes):
-            expert.reset()
-            stats = demos.collect(d, expert.act, after_step=lambda: None)  # no updates, no env-step count
-            state.demo_steps += int(stats["length"])
-            state.demo_episodes_added += 1
-            state.demo_successes += int(stats["success"])
+        # With --prior-share > 0 the demonstrations are the prior part of RLPD's symmetric sampling.
+        mix = self.buffer.sampler if isinstance(self.buffer.sampler, PriorMixSampler) else None
+        if mix is not None:
+            mix.mark_prior(True)
+        try:
+            for d in range(state.demo_episodes_added, cfg.demo_episodes):
+                expert.reset()
+                stats = demos.collect(d, expert.act, after_step=lambda: None)  # no updates, no env-step count
+                state.demo_steps += int(stats["length"])
+                state.demo_episodes_added += 1
+                state.demo_successes += int(stats["success"])
+        finally:
+            if mix is not None:
+                mix.mark_prior(False)
         state.demo_rows = self.buffer.storage.episodes().next_row
         if self.link is not None:
             self.link.submit_new_clips()
