@@ -110,8 +110,14 @@ def make_storage(
     if cfg.storage == "zarr":
         if path is None:
             raise BufferError("storage 'zarr' needs a path (a directory or an fsspec URL)")
+        from buffer.metadata import check_existing_store
         from buffer.storage.zarr_store import ZarrStorage
         from buffer.zarr_loop import settle_at_exit
+
+        if "://" not in path or path.startswith("file://"):
+            check_existing_store(
+                path.removeprefix("file://")
+            )  # malformed metadata: one line, not a traceback
 
         settle_at_exit()  # a failed read leaves zarr tasks running: let them finish before exit, quietly
         return ZarrStorage.open_or_create(

@@ -67,6 +67,25 @@ def is_zarr_store(path: Path | str) -> bool:
     return (Path(path) / ROOT_FILE).is_file()
 
 
+def check_existing_store(path: Path | str) -> StoreMetadata | None:
+    """Validate a local store before it is reopened: its metadata when ``path`` holds a vlmrl store,
+    None when there is nothing to check (no ``zarr.json`` yet, or a group without ``vlmrl_buffer``
+    attributes that the storage will create or refuse itself).
+
+    Raises:
+        BufferError: as ``read_store_metadata`` for a malformed store.
+    """
+    file = Path(path) / ROOT_FILE
+    if not file.is_file():
+        return None
+    try:
+        doc = json.loads(file.read_text(encoding="utf-8"))
+        has_meta = not isinstance(doc, dict) or "vlmrl_buffer" in (doc.get("attributes") or {})
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        has_meta = True  # let the reader name what is wrong
+    return read_store_metadata(path) if has_meta else None
+
+
 def read_store_metadata(path: Path | str) -> StoreMetadata:
     """Read and validate a vlmrl zarr store's root metadata (no array is opened).
 
@@ -98,7 +117,7 @@ def read_store_metadata(path: Path | str) -> StoreMetadata:
     version = _require_int(buffer_meta, "schema_version", where, minimum=1)
     if version > SCHEMA_VERSION:
         raise BufferError(
-            f"{where}.schema_version is {version}: written by newer code; this code reads <= {SCHEMA_VERSION}"
+            f"{where}.schema_version: written by buffer schema {version}; this code reads <= {SCHEMA_VERSION}"
         )
     capacity = _require_int(buffer_meta, "capacity", where, minimum=1)
     env = _require_key(buffer_meta, "env", where)

@@ -91,18 +91,28 @@ def test_each_malformed_case_fails_in_one_line_naming_what_is_wrong(case_file, t
 
 
 FAILED_READ = """
+import asyncio
 import sys
 import numpy as np
 import zarr
 {settle}
+
+
+class SlowStore(zarr.storage.LocalStore):
+    # Every chunk but the corrupt one takes a second to read, so its failure leaves the others running.
+    async def get(self, key, prototype=None, byte_range=None):
+        if key.startswith("c/") and key != "c/0":
+            await asyncio.sleep(1.0)
+        return await super().get(key, prototype, byte_range)
+
+
 root = sys.argv[1]
-# 400 chunks: when chunk 0 fails to decode, most other chunk reads are still queued on zarr's loop.
-array = zarr.create_array(root, shape=(4000,), chunks=(10,), dtype="float32", compressors=[zarr.codecs.Crc32cCodec()])
-array[:] = np.arange(4000, dtype=np.float32)
+array = zarr.create_array(root, shape=(30,), chunks=(1,), dtype="float32", compressors=[zarr.codecs.Crc32cCodec()])
+array[:] = np.arange(30, dtype=np.float32)
 with open(root + "/c/0", "wb") as f:
     f.write(b"garbage")
 try:
-    array[:]
+    zarr.open_array(SlowStore(root), mode="r")[:]
 except Exception as exc:
     print("read failed:", type(exc).__name__)
 """
@@ -125,3 +135,19 @@ def test_a_failed_zarr_read_exits_without_asyncio_noise(tmp_path):
     quiet = run_failed_read(tmp_path, "from buffer.zarr_loop import settle_at_exit\nsettle_at_exit()")
     assert "read failed: ValueError" in quiet.stdout
     assert quiet.stderr == "" and quiet.returncode == 0
+
+
+REOPENED = [p for p in CASES if p.stem != "root_missing"]
+
+
+@pytest.mark.parametrize("case_file", REOPENED, ids=[p.stem for p in REOPENED])
+def test_reopening_a_malformed_store_fails_in_one_line(case_file, tmp_path):
+    case = json.loads(case_file.read_text())
+    store = make_store(tmp_path / "s.zarr")
+    apply_case(store, case)
+    with pytest.raises(BufferError) as info:
+        make_buffer(BufferConfig(storage="zarr", capacity_steps=64), OBS_SPEC, ACTION_DIM, path=str(store))
+    message = str(info.value)
+    assert "\n" not in message
+    expected = "not a vlmrl" if case_file.stem == "not_a_vlmrl_store" else case["error"]
+    assert __import__("re").search(expected, message), message
