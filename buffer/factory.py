@@ -115,9 +115,8 @@ def make_storage(
         from buffer.zarr_loop import settle_at_exit
 
         if "://" not in path or path.startswith("file://"):
-            check_existing_store(
-                path.removeprefix("file://")
-            )  # malformed metadata: one line, not a traceback
+            # Malformed metadata of a store being reopened: one line, not a traceback from inside zarr.
+            check_existing_store(path.removeprefix("file://"))
 
         settle_at_exit()  # a failed read leaves zarr tasks running: let them finish before exit, quietly
         return ZarrStorage.open_or_create(
