@@ -15,6 +15,10 @@ VERBS: dict[str, tuple[str, str]] = {
     "train": ("vlmrl.pipelines.train", "train a SAC policy in simulation with VLM-guided replay"),
     "finetune": ("vlmrl.pipelines.finetune", "fine-tune a sim-trained policy on a robot (or its twin)"),
     "deploy": ("vlmrl.pipelines.deploy", "run an exported policy at a fixed rate through the safety layer"),
+    "evaluate": (
+        "vlmrl.pipelines.evaluate",
+        "success of an exported policy in the twin under held-out perturbations (per factor)",
+    ),
     "record": (
         "vlmrl.pipelines.record",
         "record episodes (teleoperation or a policy) to zarr / LeRobotDataset",

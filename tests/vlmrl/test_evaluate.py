@@ -1,0 +1,119 @@
+"""vlmrl evaluate: an exported policy over the held-out perturbation grid of the twin."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from PIL import Image
+
+from agents.config import SACConfig
+from agents.export import export_policy
+from agents.sac import SAC
+from robot.config import SO101_JOINT_KEYS, SO101_JOINT_LIMITS
+from sim.config import SimConfig
+from sim.randomization import FACTORS, PRESETS
+from vlmrl import cli
+from vlmrl.pipelines import deploy, evaluate
+
+ACTIONS = gym.spaces.Box(
+    np.array([SO101_JOINT_LIMITS[k][0] for k in SO101_JOINT_KEYS], np.float32),
+    np.array([SO101_JOINT_LIMITS[k][1] for k in SO101_JOINT_KEYS], np.float32),
+)
+OBS = {"pixels/front": ((48, 48, 3), np.dtype(np.uint8))} | {
+    k: ((1,), np.dtype(np.float32)) for k in SO101_JOINT_KEYS
+}
+
+
+def export(tmp_path, suite="so101"):
+    sac = SAC(SACConfig(hidden_dims=(32, 32), pixel=SACConfig().pixel), OBS, ACTIONS)
+    sim = SimConfig(task="reach", cameras=("front",), image_size=48, control_hz=20.0)
+    run = deploy.policy_run_info(sim, "robot") | {"suite": suite}
+    return export_policy(sac, tmp_path / "policy.pt", run=run)
+
+
+def config(tmp_path, policy, **overrides):
+    cfg = evaluate.Config(
+        policy=policy, perturb="medium", episodes=2, max_episode_steps=3, views=2, out_dir=tmp_path / "eval"
+    )
+    return dataclasses.replace(cfg, **overrides)
+
+
+def test_the_grid_has_a_row_per_factor_on_the_same_starts_with_held_out_draws(tmp_path):
+    cfg = config(tmp_path, export(tmp_path))
+    assert evaluate.main(cfg) == 0
+    record = json.loads((cfg.out_dir / "evaluate.json").read_text())
+    ranges = PRESETS["medium"]
+    rows = record["rows"]
+    assert list(rows) == ["nominal", *[f for f in FACTORS if getattr(ranges, f)], "all"]
+    seeds = [e["seed"] for e in rows["nominal"]]
+    assert all([e["seed"] for e in row] == seeds for row in rows.values())
+    assert all(e["steps"] == 3 for row in rows.values() for e in row)
+    for e in rows["cube_mass_frac"]:  # beyond the training range, every other factor nominal
+        p = e["perturbation"]
+        assert abs(p["cube_mass_scale"] - 1) >= ranges.cube_mass_frac
+        assert p["friction_scale"] == 1.0 and p["latency_steps"] == 0 and p["light_scale"] == 1.0
+    assert all(e["perturbation"]["latency_steps"] == 2 for e in rows["all"])
+    assert all(e["perturbation"]["cube_mass_scale"] == 1.0 for e in rows["nominal"])
+    summary = record["summary"]
+    assert summary["overall (perturbed rows)"]["episodes"] == 2 * (len(rows) - 1)
+    table = (cfg.out_dir / "evaluate.md").read_text()
+    assert all(f"| {name} | 2 |" in table for name in rows)
+    views = np.asarray(Image.open(cfg.out_dir / "perturbed_views.png"))
+    assert views.shape[0] > views.shape[1]  # 14 rows of 2 views
+    assert json.loads((cfg.out_dir / "config.json").read_text())["perturb"] == "medium"
+
+
+def test_the_same_seed_gives_the_same_grid_and_another_seed_another(tmp_path):
+    policy = export(tmp_path)
+    runs = []
+    for i, seed in enumerate((3, 3, 4)):
+        cfg = config(tmp_path, policy, factors=("color", "camera_rot_deg"), episodes=1, seed=seed, views=0)
+        cfg = dataclasses.replace(cfg, out_dir=tmp_path / f"e{i}")
+        evaluate.main(cfg)
+        runs.append(json.loads((cfg.out_dir / "evaluate.json").read_text())["rows"])
+    assert runs[0] == runs[1]
+    assert runs[0]["color"][0]["perturbation"] != runs[2]["color"][0]["perturbation"]
+
+
+def test_success_is_summarised_per_row_and_against_the_nominal_twin():
+    def episodes(*successes):
+        return [{"success": s, "return": float(s)} for s in successes]
+
+    summary = evaluate.summarise(
+        {"nominal": episodes(1, 1, 1, 0), "light_frac": episodes(1, 0, 0, 0), "all": episodes(0, 0, 0, 0)}
+    )
+    assert summary["nominal"]["success_rate"] == 0.75
+    assert summary["light_frac"]["vs_nominal"] == pytest.approx(1 / 3)
+    assert summary["overall (perturbed rows)"]["success_rate"] == 0.125
+    assert summary["overall (perturbed rows)"]["vs_nominal"] == pytest.approx(1 / 6)
+    never = evaluate.summarise({"nominal": episodes(0), "all": episodes(1)})
+    assert never["all"]["vs_nominal"] is None
+    assert "| all | 1 | 100% | - |" in evaluate.markdown_table(never, evaluate.Config(policy=None))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--perturb", "wild"], "--perturb 'wild': unknown preset"),
+        (["--factors", "gravity"], "unknown factor(s) ['gravity']"),
+        (["--perturb", "light", "--episodes", "0"], "--episodes 0: expected at least 1"),
+    ],
+)
+def test_bad_options_fail_in_one_line(tmp_path, capsys, args, message):
+    policy = export(tmp_path)
+    assert cli.main(["evaluate", "--policy", str(policy), "--out-dir", str(tmp_path / "o"), *args]) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_missing_file_or_a_policy_from_another_suite_is_refused(tmp_path, capsys):
+    assert cli.main(["evaluate", "--policy", str(tmp_path / "missing.pt")]) == 1
+    assert "no such file" in capsys.readouterr().err
+    policy = export(tmp_path, suite="robosuite")
+    assert cli.main(["evaluate", "--policy", str(policy), "--out-dir", str(tmp_path / "o")]) == 1
+    assert "trained in 'robosuite'" in capsys.readouterr().err
