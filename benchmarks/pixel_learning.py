@@ -295,7 +295,10 @@ def learning(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         else:
             sb3_walls = [r.get("end_s", args.sb3_cap_s) for r in pick("sb3", "reach")]
             speedup, lower_bound = min(args.sb3_cap_s, *sb3_walls) / ours_90, True
-    keep = ("learner", "task", "seed", "steps", "demos", "returncode", "end_s", "curve")
+    for run in runs:  # env steps per wall-clock second over the whole run (collection, learning, evaluation)
+        last = run["curve"][-1] if run["curve"] else None
+        run["steps_per_wall_s"] = last["step"] / last["wall_s"] if last and last["wall_s"] > 0 else None
+    keep = ("learner", "task", "seed", "steps", "demos", "returncode", "end_s", "steps_per_wall_s", "curve")
     return {
         "reach_success": final_success("ours", "reach"),
         "lift_success": final_success("ours", "lift"),
@@ -306,6 +309,21 @@ def learning(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "speedup_is_lower_bound": lower_bound,
         "runs": [{k: r.get(k) for k in keep} for r in runs],
     }
+
+
+def git_commit() -> str:
+    """HEAD's commit, with "+dirty" when the working tree differs from it (results must say what ran)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def main() -> int:
@@ -369,6 +387,7 @@ def main() -> int:
             "cameras": ["front"],
         },
         "load_average_at_start": load,
+        "git_commit": git_commit(),
         "cpu_count": os.cpu_count(),
         "note": "wall-clock figures depend on what else runs on the machine; see load_average_at_start",
     }
