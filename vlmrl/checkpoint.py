@@ -98,13 +98,18 @@ def fill_new_fields(obj: Any) -> None:
     """Give dataclasses unpickled from an older checkpoint the fields added since, at their defaults.
 
     Unpickling restores an instance's ``__dict__`` as saved, so a field added to a config later is simply
-    missing (an AttributeError at first use). Fills them in place, recursively, frozen or not.
+    missing (an AttributeError at first use). Fills them in place, recursively, frozen or not. A class
+    whose new field's default would change behaviour names the old behaviour's value in its
+    ``LEGACY_DEFAULTS`` class attribute, which wins here (e.g. ``TrainConfig.prior_share``: 0).
     """
     if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
         return
+    legacy = getattr(type(obj), "LEGACY_DEFAULTS", {})
     for f in dataclasses.fields(obj):
         if f.name not in vars(obj):
-            if f.default is not dataclasses.MISSING:
+            if f.name in legacy:
+                object.__setattr__(obj, f.name, legacy[f.name])
+            elif f.default is not dataclasses.MISSING:
                 object.__setattr__(obj, f.name, f.default)
             elif f.default_factory is not dataclasses.MISSING:
                 object.__setattr__(obj, f.name, f.default_factory())

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import tyro
 
@@ -48,6 +48,10 @@ ScorerChoice = (
 @dataclass(frozen=True, kw_only=True)
 class TrainConfig:
     """One training run; every field has a default (`--demo` adds demonstrations, see ``demo``)."""
+
+    LEGACY_DEFAULTS: ClassVar[dict[str, Any]] = {"prior_share": 0.0}
+    """What a checkpoint written before a field existed gets for it where the field's default would change
+    what the run does (``vlmrl.checkpoint.fill_new_fields``): a resumed run goes on as it started."""
 
     sim: SimConfig = field(
         default_factory=lambda: SimConfig(

@@ -415,3 +415,16 @@ def test_checkpoints_naming_the_config_classes_where_they_used_to_live_still_loa
     monkeypatch.undo()
     state = load_checkpoint(tmp_path)
     assert isinstance(state["config"], TrainConfig) and state["loop"].step == 7
+
+
+def test_a_checkpoint_from_before_prior_share_resumes_without_prior_mixing(tmp_path) -> None:
+    """prior_share's default (0.5) would change how a resumed run with demonstrations samples; a checkpoint
+    written before the field existed gets the old behaviour's value (TrainConfig.LEGACY_DEFAULTS)."""
+    from vlmrl.learner import LoopState
+
+    old = TrainConfig(demo_episodes=2)
+    del vars(old)["prior_share"]
+    (tmp_path / "checkpoint").mkdir()
+    torch.save({"config": old, "loop": LoopState()}, tmp_path / "checkpoint" / "state.pt")
+    assert load_checkpoint(tmp_path)["config"].prior_share == 0.0
+    assert TrainConfig().prior_share == 0.5  # a new run keeps the new default
