@@ -89,6 +89,7 @@ def main() -> None:
     parser.add_argument("--image-size", type=int, default=128)
     parser.add_argument("--randomize-preset", default="strong", help="preset of the randomised twin")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     twin_steps, robosuite_steps = (300, 40) if args.quick else (2000, 200)
     common = {"image_size": args.image_size, "control_hz": 20.0, "shadows": False}
     twin = steps_per_second(
@@ -108,10 +109,15 @@ def main() -> None:
         "twin_steps_per_s": twin,
         "robosuite_steps_per_s": reference,
         "ratio": twin / reference,
+        "paired_nominal_steps_per_s": paired_nominal,  # the nominal twin in the same blocks as the next
         "randomized_steps_per_s": randomized,
         "randomized_preset": args.randomize_preset,
         "randomized_ratio": randomized / paired_nominal,
         "randomized_cpu_ratio": cpu_randomized / cpu_nominal,
+        # Other processes on the cores skew wall-clock figures: say how busy the machine was.
+        "cpu_count": os.cpu_count(),
+        "load_avg_1m_start": load_before,
+        "load_avg_1m_end": os.getloadavg()[0],
     }
     print(
         f"so101 twin lift: {twin:.1f} steps/s   robosuite Lift: {reference:.1f} steps/s   "

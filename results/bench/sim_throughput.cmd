@@ -1,1 +1,1 @@
-python benchmarks/sim_throughput.py --json results/bench/sim_throughput.json
+.venv/bin/python benchmarks/sim_throughput.py --json results/bench/sim_throughput.json
