@@ -253,7 +253,11 @@ def main() -> None:
     torch.set_num_threads(1)
 
     result: dict[str, object] = {
-        "arch": "SmolVLM-256M-Instruct (Idefics3), random weights, fp32 CPU, 1 thread"
+        "arch": "SmolVLM-256M-Instruct (Idefics3), random weights, fp32 CPU, 1 thread",
+        "loadavg_1min_at_start": os.getloadavg()[
+            0
+        ],  # other processes' load: the figures are noisier above ~1
+        "cpu_count": os.cpu_count(),
     }
     overhead = async_overhead(
         n_steps=60 if args.quick else 160,
@@ -288,6 +292,7 @@ def main() -> None:
         f"{overhead['async_overhead_q75']:.3f} over {overhead['segments']} pairs; CPU-bound upper bound "
         f"{overhead['async_overhead_cpu_bound']:.3f}"
     )
+    result["loadavg_1min_at_end"] = os.getloadavg()[0]
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2) + "\n")
