@@ -7,10 +7,12 @@ The sampler tests drive samplers directly; these go through the buffer's own `up
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from buffer import PERSamplerConfig, VLMTDSamplerConfig
+from buffer import PERSamplerConfig, UniformSamplerConfig, VLMMixSamplerConfig, VLMTDSamplerConfig
 from buffer.config import BufferConfig
-from buffer.factory import make_buffer
+from buffer.errors import BufferError
+from buffer.factory import make_buffer, make_sampler
 from tests.buffer.buffer_helpers import ACTION_DIM, OBS_SPEC, fill_episode
 
 
@@ -46,3 +48,39 @@ def test_the_buffers_learner_step_anneals_per_importance_weights_to_one() -> Non
     late = buf.sample(256, keys=["state"]).weights
     # beta 0.4 -> 1: full correction, so the smallest weights (of the most likely rows) get smaller.
     assert late.min() < early.min() * 0.5
+
+
+# Survivors of `make mutation` (group samplers) that change behaviour, killed here.
+
+
+@pytest.mark.parametrize(
+    "sampler", [UniformSamplerConfig(), PERSamplerConfig(), VLMMixSamplerConfig(beta=0.4)]
+)
+def test_importance_weights_are_one_float32_per_transition(sampler) -> None:
+    weights = _buffer(sampler).sample(16, keys=["state"]).weights
+    assert weights.shape == (16,) and weights.dtype == np.float32
+
+
+def test_vlm_mix_lambda_bounds_and_schedule() -> None:
+    with pytest.raises(BufferError, match=r"lambda_end must be in \[0, 1\], got 1.5"):
+        make_sampler(VLMMixSamplerConfig(lambda_end=1.5), 8)
+    with pytest.raises(BufferError, match=r"lambda_start must be in \[0, 1\], got -0.1"):
+        make_sampler(VLMMixSamplerConfig(lambda_start=-0.1), 8)
+    sampler = make_sampler(VLMMixSamplerConfig(lambda_start=0.0, lambda_end=1.0, warmup_steps=4), 8)
+    assert sampler.mix_lambda == 0.0  # a fresh sampler starts at lambda_start
+    sampler.set_learner_step(2)
+    assert sampler.mix_lambda == 0.5
+    sampler.set_learner_step(4)
+    assert sampler.mix_lambda == 1.0
+    one_step = make_sampler(VLMMixSamplerConfig(lambda_start=0.0, lambda_end=1.0, warmup_steps=1), 8)
+    one_step.set_learner_step(1)
+    assert one_step.mix_lambda == 1.0
+
+
+def test_scores_of_removed_positions_never_make_them_sampleable() -> None:
+    sampler = make_sampler(VLMMixSamplerConfig(lambda_start=1.0, lambda_end=1.0), 16)
+    sampler.add(np.arange(10))
+    sampler.remove(np.arange(5))
+    sampler.set_scores(np.arange(10), np.array([1.0] * 5 + [0.01] * 5, np.float32))
+    positions, _ = sampler.sample(2000, np.random.default_rng(0))
+    assert positions.min() >= 5
