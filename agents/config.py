@@ -10,10 +10,10 @@ class PixelEncoderConfig:
     """The small conv net that turns ``pixels/<cam>`` images into features, shared by actor and critics.
 
     Sized for a CPU (issue #13): frames are subsampled to the policy image size, then strided 3x3
-    convs. At 64 px frames, batch 256, one thread, 128x128 MLPs, an update with the default costs 4.3x a
-    state update (47.5 vs 11.2 ms; 16-32-32 channels: 6.6x; the first encoder, 4 layers of 32 channels
-    at 64 px with stride 2 then 1: ~150x), measured in process CPU time with other jobs sharing the
-    cores; ``benchmarks/pixel_learning.py`` measures it.
+    convs. At 64 px frames, batch 256, one thread, 128x128 MLPs, an update with the default costs 4.0-4.1x
+    a state update (36.9 vs 9.1 ms; frozen: 3.0x; 16-32-32 channels: 6.6x; the first encoder, 4 layers of
+    32 channels at 64 px with stride 2 then 1: ~150x), measured in process CPU time with other jobs
+    sharing the cores; ``benchmarks/pixel_learning.py`` measures it.
     """
 
     image_size: int = 32

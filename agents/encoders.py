@@ -79,7 +79,8 @@ class PixelEncoder(nn.Module):
         """uint8[B, H, W, C] frames -> float32[B, C, h, w] policy images in [-0.5, 0.5]."""
         if self.stride > 1:
             images = images[:, :: self.stride, :: self.stride]
-        return images.permute(0, 3, 1, 2).contiguous().to(torch.float32) * (1.0 / 255.0) - 0.5
+        x = images.permute(0, 3, 1, 2).contiguous().to(torch.float32)  # a new tensor: in place is safe
+        return x.mul_(1.0 / 255.0).sub_(0.5)
 
     def forward(self, images: Tensor) -> Tensor:
         """Features of uint8[B, H, W, C] frames, or of float images ``prepare`` made (augmented in training)."""

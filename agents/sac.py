@@ -227,7 +227,7 @@ class SAC:
             next_features = encoder(next_obs)
             next_mean, next_log_std = self.actor(next_features)
             next_action, next_log_prob = squash(next_mean, next_log_std, next_noise)
-            next_critic_in = torch.cat([next_features, encoder.privileged(next_obs)], dim=-1)
+            next_critic_in = self._critic_input(next_features, next_obs)
             next_qs = self.critic_target(next_critic_in, next_action)
             next_q = (next_qs if subset is None else next_qs[subset]).min(dim=0).values
             target = reward + discount * (next_q - alpha * next_log_prob)
@@ -238,8 +238,7 @@ class SAC:
         else:
             with torch.no_grad():
                 features = encoder(obs)
-        privileged = encoder.privileged(obs)
-        q = self.critic(torch.cat([features, privileged], dim=-1), action)
+        q = self.critic(self._critic_input(features, obs), action)
         td = q - target.unsqueeze(0)
         critic_loss = 0.5 * (weights * td.pow(2)).mean(dim=1).sum()
 
@@ -248,7 +247,7 @@ class SAC:
         actor_features = features.detach()
         mean, log_std = self.actor(actor_features)
         pi_action, log_prob = squash(mean, log_std, pi_noise)
-        q_all = self.critic(torch.cat([actor_features, privileged], dim=-1), pi_action, detach_params=True)
+        q_all = self.critic(self._critic_input(actor_features, obs), pi_action, detach_params=True)
         q_pi = q_all.min(dim=0).values if self.cfg.num_critics <= 2 else q_all.mean(dim=0)
         actor_loss = (alpha * log_prob - q_pi).mean()
         loss = critic_loss + actor_loss
@@ -257,6 +256,12 @@ class SAC:
             loss = loss + alpha_loss
         stats = torch.stack([critic_loss, actor_loss, alpha_loss, alpha, -log_prob.mean(), q.mean()]).detach()
         return loss, td.detach(), stats
+
+    def _critic_input(self, features: Tensor, obs: dict[str, Tensor]) -> Tensor:
+        """The critics' observation input: the actor's features, then the privileged part if any."""
+        if not self.encoder.privileged_keys:
+            return features
+        return torch.cat([features, self.encoder.privileged(obs)], dim=-1)
 
     # ------------------------------------------------------------------------------------- checkpoint
     def state_dict(self) -> dict[str, Any]:
