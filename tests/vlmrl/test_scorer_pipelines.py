@@ -1,5 +1,6 @@
 """vlmrl scorer fit and vlmrl score --evaluate on a tiny synthetic recording: a bright square rises in successful episodes only."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -275,3 +276,22 @@ def test_best_threshold_is_on_the_raw_scores():
     truth = np.array([False, False, False, True, True, True])
     t = fit.best_threshold(scores, truth)
     assert 0.03 < t < 0.2 and np.mean((scores >= t) == truth) == 1.0
+
+
+def test_score_refuses_a_learned_scorer_of_another_size_before_writing(store, tmp_path, random_student):
+    from vlm import VLMError
+    from vlmrl.pipelines import score
+
+    wide = make_store(tmp_path / "wide.zarr", n_success=2, n_fail=1, side=24)
+    cfg = score.Config(
+        episodes=wide,
+        scorer=LearnedConfig(path=str(random_student)),
+        clip_length=3,
+        out_dir=tmp_path / "report",
+    )
+    with pytest.raises(
+        VLMError, match=r"fitted on camera 'front' at 16x16 px, these frames are camera 'front' at 24x24"
+    ):
+        score.main(cfg)
+    assert not (tmp_path / "report").exists()
+    assert score.main(dataclasses.replace(cfg, episodes=store, out_dir=tmp_path / "ok")) == 0

@@ -285,6 +285,11 @@ def main(cfg: Config, custom_scorer: Any = None) -> int:
         labels = episode_labels(source, clips_of, episodes) if cfg.fit_score_calibration else None
         scorer = make_scorer(cfg.scorer) if custom_scorer is None else custom_scorer
         try:
+            check_source = getattr(scorer, "check_source", None)
+            if check_source is not None:  # scorer:learned: refuses another camera or frame size in one line
+                first, _ = source.buffer.episode_rows(episodes[0])
+                frame = source.buffer.storage.read(f"pixels/{source.camera}", np.array([first]))
+                check_source(source.camera, frame.shape[1:3])
             if cfg.score_calibration:
                 scorer = apply_calibration(scorer, cfg.score_calibration, prompt)
                 warn_if_calibration_hurts(scorer.calibration, cfg.score_calibration)
