@@ -315,10 +315,11 @@ def train(
 ) -> tuple[Any, dict[str, Any]]:
     """The training loop with early stopping; returns the best net (by held-out loss) and the history."""
     import torch
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
     from torch.utils.tensorboard import SummaryWriter
 
     from vlm.backends.learned import build_net, frames_to_input
-    from vlmrl.progress import TrainProgress
 
     torch.manual_seed(cfg.seed)
     net = build_net(cfg.num_frames, cfg.width)
@@ -343,7 +344,17 @@ def train(
     writer = SummaryWriter(str(run_dir / "tb"), purge_step=epoch or None)
     loss_fn = torch.nn.BCEWithLogitsLoss()
     try:
-        with TrainProgress(cfg.epochs, epoch, enabled=cfg.progress) as bar:
+        bar = Progress(
+            TextColumn("[bold]scorer fit"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("epochs, held-out loss {task.fields[loss]} (best {task.fields[best]})"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            disable=not cfg.progress,
+        )
+        task = bar.add_task("fit", total=cfg.epochs, completed=epoch, loss="-", best="-")
+        with bar:
             while epoch < cfg.epochs and since_best < cfg.patience:
                 net.train()
                 order = rng.permutation(train_idx)
@@ -384,9 +395,7 @@ def train(
                         "history": history,
                     },
                 )
-                bar.update(
-                    epoch, {"success": f"held-out loss {held_loss:.3f}", "backlog": f"best {best_loss:.3f}"}
-                )
+                bar.update(task, completed=epoch, loss=f"{held_loss:.3f}", best=f"{best_loss:.3f}")
     finally:
         writer.close()
     if best_state is not None:
