@@ -78,9 +78,7 @@ def test_views_and_privileged_refusal():
     program = load_program(LIFT)
     assert program.privileged
     check_program_target(program, runs_on_robot=False, where="sim")  # shaping in simulation is fine
-    with pytest.raises(
-        ConfigError, match=r"simulation-only fields \['object_half_size_m'"
-    ):
+    with pytest.raises(ConfigError, match=r"simulation-only fields \['object_half_size_m'"):
         check_program_target(program, runs_on_robot=True, where="arm")
     joints_only = dataclasses.replace(
         program,
