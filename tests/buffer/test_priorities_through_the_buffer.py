@@ -84,3 +84,15 @@ def test_scores_of_removed_positions_never_make_them_sampleable() -> None:
     sampler.set_scores(np.arange(10), np.array([1.0] * 5 + [0.01] * 5, np.float32))
     positions, _ = sampler.sample(2000, np.random.default_rng(0))
     assert positions.min() >= 5
+
+
+def test_td_errors_of_removed_positions_never_make_them_sampleable() -> None:
+    sampler = make_sampler(PERSamplerConfig(alpha=1.0), 16)
+    sampler.add(np.arange(10))
+    sampler.remove(np.arange(5))
+    sampler.update_priorities(np.arange(10), np.array([100.0] * 5 + [5.0] * 5))
+    positions, _ = sampler.sample(2000, np.random.default_rng(0))
+    assert positions.min() >= 5
+    sampler.add(np.arange(10, 12))  # new transitions get the largest TD priority of live ones (5), not 100
+    positions, _ = sampler.sample(2000, np.random.default_rng(1))
+    assert np.isin(positions, [10, 11]).mean() < 0.6  # 2 of 7 equal priorities: about 0.29
