@@ -193,8 +193,8 @@ def analyse(args: argparse.Namespace) -> None:
         f"{data['counts']['noisy']} expert with Gaussian action noise (sd {data['counts']['noise_std']} of half the range), "
         f"{data['counts']['random']} uniform-random; successful: {data['successes']}.",
         "",
-        "| variant | reward | seeds | success at budget (mean ± sd) | p vs sparse (Welch t) | gradient steps | commit |",
-        "|---|---|---|---|---|---|---|",
+        "| variant | reward | seeds | success at budget (mean ± sd) | p vs sparse (Welch t) | mean success over evaluations | gradient steps | commit |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     summary = {}
     for variant in VARIANTS:
@@ -206,9 +206,10 @@ def analyse(args: argparse.Namespace) -> None:
         commits = sorted({r["commit"] for r in rows})
         reward = "(behaviour cloning)" if rows[0]["bc"] else f"`{rows[0]['reward']}`"
         sd = float(np.std(s, ddof=1)) if len(s) > 1 else 0.0
+        area = float(np.mean([np.mean([v for _, v in r["curve"]]) for r in rows]))
         lines.append(
             f"| {variant} | {reward} | {len(s)} | {100 * np.mean(s):.0f}% ± {100 * sd:.0f}% | "
-            f"{'-' if math.isnan(p) else f'{p:.2g}'} | {rows[0]['steps']:,} | {', '.join(commits)} |"
+            f"{'-' if math.isnan(p) else f'{p:.2g}'} | {100 * area:.1f}% | {rows[0]['steps']:,} | {', '.join(commits)} |"
         )
         summary[variant] = {
             "seeds": [r["seed"] for r in rows],
