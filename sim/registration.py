@@ -71,7 +71,6 @@ def make_so101_env(
         sim["cameras"] = tuple(sim["cameras"])
     cfg = SimConfig(suite="so101", task=task, **sim)
     env = make_env(cfg)
-    env.metadata = {**env.metadata, "render_fps": cfg.control_hz}
     env.render_mode = render_mode
     if normalize_actions:
         env = wrappers.normalize_actions(env)

@@ -153,25 +153,13 @@ def parse_scorer(spec: str) -> Any:
     """A scorer config from the words that would follow ``vlmrl score EPISODES`` (``"scorer:oracle
     --scorer.noise 0.2"``); one-line ConfigError when they do not parse."""
     from dataclasses import make_dataclass
-    from typing import Annotated
 
     import tyro
 
-    from vlm.config import CLIPConfig, HFConfig, LearnedConfig, OpenAIConfig, OracleConfig
     from vlmrl.errors import ConfigError
+    from vlmrl.scorer_choice import ScorerChoice
 
-    kinds = {
-        "oracle": OracleConfig,
-        "hf": HFConfig,
-        "openai": OpenAIConfig,
-        "clip": CLIPConfig,
-        "learned": LearnedConfig,
-    }
-    choice: Any = None
-    for name, kind in kinds.items():
-        option = Annotated[kind, tyro.conf.subcommand(name)]
-        choice = option if choice is None else choice | option
-    only = make_dataclass("Scorer", [("scorer", choice)], frozen=True, kw_only=True)
+    only = make_dataclass("Scorer", [("scorer", ScorerChoice)], frozen=True, kw_only=True)
     try:
         parsed = tyro.cli(
             tyro.conf.configure(tyro.conf.CascadeSubcommandArgs)(only),

@@ -26,23 +26,13 @@ from buffer.config import (
 from sim.config import SimConfig
 from vlm.config import (
     AuxRewardConfig,
-    CLIPConfig,
-    HFConfig,
-    LearnedConfig,
-    OpenAIConfig,
     OracleConfig,
     WorkerConfig,
 )
 from vlmrl.errors import ConfigError
+from vlmrl.scorer_choice import ScorerChoice
 
 ReplayMode = Literal["uniform", "per", "vlm", "vlm_td"]
-ScorerChoice = (
-    Annotated[OracleConfig, tyro.conf.subcommand("oracle")]
-    | Annotated[HFConfig, tyro.conf.subcommand("hf")]
-    | Annotated[OpenAIConfig, tyro.conf.subcommand("openai")]
-    | Annotated[CLIPConfig, tyro.conf.subcommand("clip")]
-    | Annotated[LearnedConfig, tyro.conf.subcommand("learned")]
-)
 
 
 @dataclass(frozen=True, kw_only=True)

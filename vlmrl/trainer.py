@@ -32,7 +32,7 @@ from vlmrl.checkpoint import load_checkpoint, memory_buffer_path, save_checkpoin
 from vlmrl.errors import ConfigError
 from vlmrl.evaluation import EvalResult, eval_seeds, evaluate
 from vlmrl.learner import Learner, LoopState, UpdatePlan
-from vlmrl.pipelines.deploy import policy_run_info
+from vlmrl.pipelines.common import policy_run_info
 from vlmrl.progress import TrainProgress
 from vlmrl.report import write_report
 from vlmrl.scoring import ScoringLink, aux_reward_for
@@ -111,6 +111,14 @@ class Trainer:
             kind = cfg.scorer.kind if scorer is None else getattr(scorer, "kind", "custom")
             if scorer is None:
                 scorer = make_scorer(cfg.scorer)  # fails fast, one line, if the VLM cannot be reached
+            check_source = getattr(scorer, "check_source", None)
+            if check_source is not None:  # scorer:learned refuses another camera or frame size, in one line
+                clip_key = cfg.buffer.clip_camera or cameras[0]
+                try:
+                    check_source(clip_key.removeprefix(PIXELS_PREFIX), full_spec[clip_key][0][:2])
+                except VLMError:
+                    scorer.close()
+                    raise
             self.prompt = cfg.prompt or scorer_prompt(spec.task_description, kind)
             if cfg.score_calibration:
                 scorer = self._calibrated(scorer, resuming=checkpoint is not None)

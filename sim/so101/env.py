@@ -80,6 +80,10 @@ class SO101Env(gymnasium.Env):
             if camera not in CAMERAS:
                 raise SimError(f"unknown so101 camera {camera!r}; expected one of {list(CAMERAS)}")
         self.cfg = cfg
+        self.metadata = {
+            **self.metadata,
+            "render_fps": cfg.control_hz,
+        }  # video writers play at the control rate
         self.task: Task = TASKS[cfg.task]()
         self.task_description: str = self.task.description
         self.render_mode = "rgb_array"

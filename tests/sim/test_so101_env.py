@@ -182,3 +182,9 @@ def test_shadows_are_off_by_default_and_can_be_turned_on() -> None:
         renderer = env.unwrapped.sim._renderers[32]._renderer
         assert renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] == int(shadows)
         env.close()
+
+
+def test_render_fps_is_the_control_rate() -> None:
+    env = make_env(SimConfig(task="reach", cameras=(), control_hz=25.0))
+    assert env.metadata["render_fps"] == 25.0
+    env.close()

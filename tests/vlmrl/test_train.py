@@ -428,3 +428,20 @@ def test_a_checkpoint_from_before_prior_share_resumes_without_prior_mixing(tmp_p
     torch.save({"config": old, "loop": LoopState()}, tmp_path / "checkpoint" / "state.pt")
     assert load_checkpoint(tmp_path)["config"].prior_share == 0.0
     assert TrainConfig().prior_share == 0.5  # a new run keeps the new default
+
+
+def test_a_learned_scorer_of_another_frame_size_is_refused_before_the_run_starts(tmp_path):
+    """scorer:learned checks the camera and frame size it was fitted on against the run's at start."""
+    from vlm import VLMError
+    from vlm.backends.learned import build_net, save_learned
+    from vlm.config import LearnedConfig
+    from vlm.prompts import prompt_hash
+
+    student = tmp_path / "student.pt"
+    meta = dict(camera="front", image_hw=[24, 24], num_frames=4, width=8, prompt="q", labels="random")
+    save_learned(student, build_net(4, 8), {**meta, "prompt_hash": prompt_hash("q")})
+    run_dir = tmp_path / "run"
+    cfg = with_camera(run_dir, scorer=LearnedConfig(path=str(student)))  # the twin renders 32x32
+    with pytest.raises(VLMError, match=r"fitted on camera 'front' at 24x24 px.*at 32x32 px"):
+        Trainer.create(cfg)
+    assert not run_dir.exists()  # nothing left behind

@@ -133,3 +133,28 @@ def open_episode_store(
     make_buffer(buffer_cfg, obs_spec, action_dim, info_keys, path=str(store)).close()
     zarr.open_group(str(store), mode="a").attrs["vlmrl_record"] = record_attrs
     return make_buffer(buffer_cfg, obs_spec, action_dim, info_keys, path=str(store))
+
+
+def policy_run_info(sim: Any, policy_obs: str, source: str = "vlmrl train") -> dict[str, Any]:
+    """What ``agents.export.export_policy(..., run=...)`` stores for a policy trained in ``sim`` (a SimConfig).
+
+    Plain JSON data: the suite, task, what the policy observes (``policy_obs``, cameras, their calibration
+    ids and crop, image size), the control rate, the action mode with its scales, and the domain
+    randomisation it was trained under.
+    """
+    return {
+        "source": source,
+        "suite": sim.suite,
+        "task": sim.task,
+        "policy_obs": policy_obs,
+        "cameras": list(sim.cameras),
+        "image_size": sim.image_size,
+        "camera_calibration": dict(sim.camera_calibration),
+        "calibration_robot_id": sim.calibration_robot_id,
+        "camera_crop": sim.camera_crop,
+        "control_hz": sim.control_hz,
+        "action_mode": sim.action_mode,
+        "max_delta_deg": sim.max_delta_deg,
+        "max_delta_gripper": sim.max_delta_gripper,
+        "randomize": asdict(sim.randomize) if hasattr(sim, "randomize") else None,
+    }

@@ -28,7 +28,12 @@ import numpy as np
 
 from robot.config import LeRobotEnvConfig
 from vlmrl.errors import ConfigError
-from vlmrl.pipelines.common import RobotEnvConfig, check_policy_fits, make_robot_env, write_config
+from vlmrl.pipelines.common import (
+    RobotEnvConfig,
+    check_policy_fits,
+    make_robot_env,
+    write_config,
+)
 from vlmrl.run_dir import NewPaths
 
 logger = logging.getLogger("vlmrl.deploy")
@@ -57,29 +62,6 @@ class Config(RobotEnvConfig):
 
 PRIVILEGED_KEYS = ("state",)
 """Observation keys only a simulator has (``state`` holds object poses): no robot provides them."""
-
-
-def policy_run_info(sim: Any, policy_obs: str, source: str = "vlmrl train") -> dict[str, Any]:
-    """What ``agents.export.export_policy(..., run=...)`` stores for a policy trained in ``sim`` (a SimConfig).
-
-    Plain JSON data: the suite, task, what the policy observes (``policy_obs``, cameras, their calibration
-    ids and crop, image size), the control rate and the action mode with its scales.
-    """
-    return {
-        "source": source,
-        "suite": sim.suite,
-        "task": sim.task,
-        "policy_obs": policy_obs,
-        "cameras": list(sim.cameras),
-        "image_size": sim.image_size,
-        "camera_calibration": dict(sim.camera_calibration),
-        "calibration_robot_id": sim.calibration_robot_id,
-        "camera_crop": sim.camera_crop,
-        "control_hz": sim.control_hz,
-        "action_mode": sim.action_mode,
-        "max_delta_deg": sim.max_delta_deg,
-        "max_delta_gripper": sim.max_delta_gripper,
-    }
 
 
 def refuse_privileged(obs_spec: dict[str, Any], run: dict[str, Any], source: str) -> None:

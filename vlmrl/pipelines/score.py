@@ -33,19 +33,12 @@ import tyro
 
 from buffer.errors import BufferError
 from buffer.storage.integrity import describe_skipped
-from vlm.config import AuxRewardConfig, CLIPConfig, HFConfig, LearnedConfig, OpenAIConfig, OracleConfig
+from vlm.config import AuxRewardConfig, OracleConfig
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines.common import write_config
+from vlmrl.scorer_choice import ScorerChoice
 
 logger = logging.getLogger("vlmrl.score")
-
-ScorerChoice = (
-    Annotated[OracleConfig, tyro.conf.subcommand("oracle")]
-    | Annotated[HFConfig, tyro.conf.subcommand("hf")]
-    | Annotated[OpenAIConfig, tyro.conf.subcommand("openai")]
-    | Annotated[CLIPConfig, tyro.conf.subcommand("clip")]
-    | Annotated[LearnedConfig, tyro.conf.subcommand("learned")]
-)
 
 
 @tyro.conf.configure(tyro.conf.CascadeSubcommandArgs)  # options may follow the scorer subcommand

@@ -37,15 +37,12 @@ from typing import Annotated, Any, Literal
 import numpy as np
 import tyro
 
-from vlm.config import CLIPConfig, HFConfig, OpenAIConfig, OracleConfig
+from vlm.config import OracleConfig
 from vlmrl.errors import ConfigError
+from vlmrl.scorer_choice import ScorerChoice
 
-TeacherChoice = (
-    Annotated[OracleConfig, tyro.conf.subcommand("oracle")]
-    | Annotated[HFConfig, tyro.conf.subcommand("hf")]
-    | Annotated[OpenAIConfig, tyro.conf.subcommand("openai")]
-    | Annotated[CLIPConfig, tyro.conf.subcommand("clip")]
-)
+TeacherChoice = ScorerChoice
+"""Any backend can teach, a learned scorer included."""
 
 
 @tyro.conf.configure(tyro.conf.CascadeSubcommandArgs)

@@ -12,19 +12,11 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
 
-import tyro
+from vlm.config import HFConfig, ServerConfig
+from vlmrl.scorer_choice import ScorerChoice
 
-from vlm.config import CLIPConfig, HFConfig, LearnedConfig, OpenAIConfig, OracleConfig, ServerConfig
-
-ServedScorer = (
-    Annotated[HFConfig, tyro.conf.subcommand("hf")]
-    | Annotated[CLIPConfig, tyro.conf.subcommand("clip")]
-    | Annotated[OracleConfig, tyro.conf.subcommand("oracle")]
-    | Annotated[OpenAIConfig, tyro.conf.subcommand("openai")]
-    | Annotated[LearnedConfig, tyro.conf.subcommand("learned")]
-)
+ServedScorer = ScorerChoice
 
 
 @dataclass(frozen=True, kw_only=True)
