@@ -154,12 +154,22 @@ def write_report(
     prompt: str,
     buffer_cfg: BufferConfig,
     interrupted: bool = False,
+    stored_episodes: int | None = None,
 ) -> dict[str, Path]:
-    """Write report.md, curves.png and eval.mp4 (when frames were recorded); returns their paths."""
+    """Write report.md, curves.png and eval.mp4 (when frames were recorded); returns their paths.
+
+    ``stored_episodes``: the episodes the replay buffer holds, named beside the learner's own count when
+    they differ (demonstrations, or episodes committed after the last checkpoint before a crash).
+    """
     outputs = {"curves": write_curves(state.evals, state.train_log, run_dir / "curves.png")}
     video = write_eval_video(final, scorer, prompt, buffer_cfg, run_dir / "eval.mp4")
     if video is not None:
         outputs["video"] = video
+    held = (
+        f" (the replay buffer holds {stored_episodes}: demonstrations and episodes kept across a resume count there)"
+        if stored_episodes is not None and stored_episodes != state.episode
+        else ""
+    )
     lines = [
         f"# vlmrl train: {cfg.sim.suite} {cfg.sim.task}",
         "",
@@ -170,7 +180,7 @@ def write_report(
         "",
         scorer_sentence(scorer, cfg),
         "",
-        f"- env steps: {state.step}, episodes: {state.episode}, reward: {cfg.sim.reward}, "
+        f"- env steps: {state.step}, episodes: {state.episode}{held}, reward: {cfg.sim.reward}, "
         f"policy input: {cfg.policy_obs}",
         f"- replay: {cfg.replay} (sampler `{buffer_cfg.sampler.kind}`), aux-reward weight: {cfg.aux_reward_weight}",
         f"- prompt: {prompt or '-'}",

@@ -407,7 +407,7 @@ class Trainer:
         outputs.update(
             write_report(
                 self.run_dir, self.cfg, self.state, final, scorer, getattr(self, "prompt", ""), self.buffer_cfg,
-                interrupted=interrupted,
+                interrupted=interrupted, stored_episodes=self.buffer.num_episodes,
             )
         )  # fmt: skip
         if self.link is not None:

@@ -236,6 +236,10 @@ def test_demonstrations_are_stored_scored_and_not_counted_as_env_steps(tmp_path,
     shares = [t["demo_share"] for t in loop.train_log if "demo_share" in t]
     assert shares and all(0.0 <= share <= 1.0 for share in shares)
     assert checkpoint["num_episodes_committed"] == 2 + loop.episode
+    assert (
+        f"episodes: {loop.episode} (the replay buffer holds {2 + loop.episode}"
+        in (run / "report.md").read_text()
+    )
     from buffer import make_buffer
 
     buffer = make_buffer(
