@@ -95,6 +95,18 @@ class ScoreCalibration:
         """bool success predictions."""
         return self.apply(scores) >= self.threshold
 
+    def ece_warning(self, path: str | Path) -> str:
+        """A warning (empty when none is due) when this calibration made the expected calibration error
+        worse on the clips it was fitted on: a temperature fit minimises log loss, not ECE, so this happens
+        with few or odd clips. Every verb that applies a calibration prints it."""
+        if not self.ece > self.ece_before:
+            return ""
+        return (
+            f"{path} makes the expected calibration error worse on its own clips "
+            f"({self.ece_before:.3f} -> {self.ece:.3f}); the calibrated scores may be less "
+            "reliable than the raw ones (fit on more, or more varied, episodes)"
+        )
+
     def save(self, path: str | Path) -> Path:
         """Writes JSON; returns the path."""
         out = Path(path)

@@ -166,6 +166,9 @@ class Trainer:
             raise
         if not resuming:
             calibrated.calibration.save(copy)
+            warning = calibrated.calibration.ece_warning(source)
+            if warning:
+                print(f"vlmrl train: warning: {warning}")
         return calibrated
 
     @classmethod

@@ -449,3 +449,26 @@ def test_a_learned_scorer_of_another_frame_size_is_refused_before_the_run_starts
     with pytest.raises(VLMError, match=r"fitted on camera 'front' at 24x24 px.*at 32x32 px"):
         Trainer.create(cfg)
     assert not run_dir.exists()  # nothing left behind
+
+
+def test_a_score_calibration_that_makes_ece_worse_warns_as_score_does(tmp_path, capsys) -> None:
+    from sim.so101.tasks import TASKS
+    from vlm import ScoreCalibration, prompt_hash, scorer_prompt
+
+    worse = ScoreCalibration(
+        scorer_id="oracle",
+        prompt_hash=prompt_hash(scorer_prompt(TASKS["reach"]().description)),
+        temperature=2.0,
+        threshold=0.5,
+        auc=0.9,
+        accuracy=0.9,
+        ece=0.3,
+        ece_before=0.1,
+        n_clips=40,
+    ).save(tmp_path / "worse.json")
+    cfg = with_camera(tmp_path / "run", total_steps=30, learning_starts=30, score_calibration=worse)
+    assert main(cfg) == 0
+    assert (
+        "makes the expected calibration error worse on its own clips (0.100 -> 0.300)"
+        in capsys.readouterr().out
+    )

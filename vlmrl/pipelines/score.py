@@ -402,17 +402,11 @@ def check_both_classes(flat: np.ndarray, path: Path) -> None:
 
 
 def warn_if_calibration_hurts(calibration: Any, path: Path) -> bool:
-    """Print a warning when a calibration made the expected calibration error worse on the clips it was
-    fitted on (a temperature fit minimises log loss, not ECE, so this happens with few or odd clips);
-    returns whether it warned."""
-    if not calibration.ece > calibration.ece_before:
-        return False
-    print(
-        f"score: warning: {path} makes the expected calibration error worse on its own clips "
-        f"({calibration.ece_before:.3f} -> {calibration.ece:.3f}); the calibrated scores may be less "
-        "reliable than the raw ones (fit on more, or more varied, episodes)"
-    )
-    return True
+    """Print ``ScoreCalibration.ece_warning`` when one is due; returns whether it warned."""
+    warning = calibration.ece_warning(path)
+    if warning:
+        print(f"score: warning: {warning}")
+    return bool(warning)
 
 
 def fit_score_calibration(
