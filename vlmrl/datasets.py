@@ -90,17 +90,13 @@ def load_episodes(path: Path, obs_keys: Sequence[str] | None = None) -> Episodes
         capacity = int(LeRobotReader(path).info.get("total_frames", 0)) + 16
         storage_kind, store_path = "memory", None
     elif (path / "zarr.json").is_file():
-        import zarr
+        from buffer.metadata import read_store_metadata
 
-        meta: Any = zarr.open_group(str(path), mode="r").attrs.asdict()
-        if "vlmrl_buffer" not in meta:
-            raise ConfigError(f"{path}: a zarr group that is not a vlmrl episode store")
-        env = meta["vlmrl_buffer"]["env"]
-        obs_spec = {k: (tuple(shape), np.dtype(dt)) for k, (shape, dt) in env["obs_spec"].items()}
-        action_dim, info_keys = int(env["action_dim"]), tuple(env["info_keys"])
-        capacity = int(meta["vlmrl_buffer"]["capacity"])
+        meta = read_store_metadata(path)  # one-line BufferError for malformed or foreign metadata
+        obs_spec, action_dim, info_keys = dict(meta.obs_spec), meta.action_dim, tuple(meta.info_keys)
+        capacity = meta.capacity
         storage_kind, store_path = "zarr", str(path)
-        attrs = dict(meta.get("vlmrl_record") or {})
+        attrs = dict(meta.record)
     else:
         raise ConfigError(
             f"--offline {path}: neither a vlmrl zarr store (zarr.json) nor a LeRobotDataset (meta/info.json)"

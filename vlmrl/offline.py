@@ -258,11 +258,9 @@ def available_keys(path: Path) -> list[str]:
 
         return list(lerobot_spec(path)[0])
     if (path / "zarr.json").is_file():
-        import zarr
+        from buffer.metadata import read_store_metadata
 
-        meta: Any = zarr.open_group(str(path), mode="r").attrs.asdict()
-        if "vlmrl_buffer" in meta:
-            return list(meta["vlmrl_buffer"]["env"]["obs_spec"])
+        return list(read_store_metadata(path).obs_spec)  # one-line BufferError for malformed metadata
     # load_episodes names what is wrong with the path.
     return list(load_episodes(path).obs)
 

@@ -149,7 +149,12 @@ def state_only_store(path):
 def test_bad_input_gets_one_line(recorded, tmp_path, capsys):
     store = recorded / "episodes.zarr"
     state_only = state_only_store(tmp_path / "state.zarr")
+    truncated = tmp_path / "truncated.zarr"
+    shutil.copytree(store, truncated)
+    text = (truncated / "zarr.json").read_text()
+    (truncated / "zarr.json").write_text(text[: len(text) // 2])  # metadata read through buffer.metadata
     cases = {
+        "zarr.json": (truncated, []),
         "no aux_reward/hf-x": (store, ["--reward", "scorer:hf-x"]),
         "has no LeRobot joint keys": (state_only, []),  # cli_args ask for --policy-obs robot
         "neither a vlmrl zarr store": (tmp_path / "nothing", []),
