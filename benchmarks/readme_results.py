@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -83,8 +84,44 @@ def section(root: Path = ROOT) -> str:
             "Not run yet: `python benchmarks/replay_experiment.py` then `python benchmarks/replay_analysis.py`.",
             "",
         ]
+    for title, folder, table, reading in EXPERIMENTS:
+        path = results / folder / table
+        if path.exists():
+            lines += [
+                f"### {title}",
+                "",
+                f"Commands, settings and the plain reading: `{(results / folder / reading).relative_to(root)}`.",
+                "",
+                relink(path.read_text().strip(), path.parent.relative_to(root)),
+                "",
+            ]
     lines.append(END)
     return "\n".join(lines)
+
+
+EXPERIMENTS = (
+    (
+        "Scorers that read pixels: `vlmrl score --evaluate` on held-out twin lift episodes (issue #14)",
+        "scorers",
+        "evaluation.md",
+        "README.md",
+    ),
+    ("Code as Reward on twin lift (issue #17)", "car", "results.md", "README.md"),
+    (
+        "Offline RL from VLM-labelled recordings: RG-VLM on the twin (issue #16)",
+        "offline",
+        "table.md",
+        "notes.md",
+    ),
+)
+"""(title, folder under results/, the generated table, the hand-written reading beside it)."""
+
+
+def relink(markdown: str, folder: Path) -> str:
+    """Image links relative to ``folder`` made relative to the repository root (README.md's folder), and
+    the file's own headings made bold lines (they sit under the section's heading)."""
+    markdown = re.sub(r"^#+ (.+)$", r"**\1**", markdown, flags=re.MULTILINE)
+    return re.sub(r"!\[([^\]]*)\]\((?!https?:|/)([^)]+)\)", lambda m: f"![{m[1]}]({folder / m[2]})", markdown)
 
 
 def render(readme: str, new_section: str) -> str:

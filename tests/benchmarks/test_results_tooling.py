@@ -105,3 +105,14 @@ def test_a_variant_names_its_runs_and_passes_its_options_to_vlmrl_train(tmp_path
     assert command[command.index("--demo-episodes") + 1] == "5"
     row = {**run("vlm", 0.2, 0, [0.0, 0.1, 0.2, 0.3]), "variant": "warmup2k"}
     assert "vlm[warmup2k] noise=0.2" in analysis.analyse([row])["lift"]["settings"]
+
+
+def test_experiment_tables_join_the_results_section_with_links_from_the_readme(tmp_path):
+    results = load("readme_results")
+    folder = tmp_path / "results" / "scorers"
+    folder.mkdir(parents=True)
+    (folder / "evaluation.md").write_text("# Scorers\n\n| a |\n|---|\n| 1 |\n\n![roc.png](roc.png)\n")
+    text = results.section(tmp_path)
+    assert "### Scorers that read pixels" in text and "Code as Reward" not in text  # only what exists
+    assert "**Scorers**" in text and "\n# Scorers" not in text
+    assert "![roc.png](results/scorers/roc.png)" in text
