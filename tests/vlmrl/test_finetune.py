@@ -271,3 +271,17 @@ def test_a_sim_run_from_an_older_version_is_read_like_a_resume_and_keeps_its_aux
         tmp_path / "ft", tmp_path / "ft" / "buffer.zarr", AuxRewardConfig(kind="scaled")
     )
     assert weight == pytest.approx(1.0)
+
+
+def test_a_run_with_an_asymmetric_critic_is_refused_in_one_line(tmp_path):
+    """Its critics read the sim's privileged state: on a robot they could not be evaluated."""
+    from vlmrl.train_config import TrainConfig
+
+    run = tmp_path / "sim_run"
+    (run / "checkpoint").mkdir(parents=True)
+    train = TrainConfig(policy_obs="robot", asymmetric_critic=True)
+    torch.save({"config": train, "agent": {}}, run / "checkpoint" / "state.pt")
+    out = tmp_path / "ft"
+    with pytest.raises(ConfigError, match="trained with --asymmetric-critic"):
+        finetune.main(finetune.Config(from_run=run, out_dir=out, episodes=1))
+    assert not out.exists()

@@ -187,6 +187,11 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     torch.set_num_threads(cfg.torch_threads)
     state = load_sim_run(cfg.from_run)
     train = state["config"]
+    if getattr(train, "asymmetric_critic", False):
+        raise ConfigError(
+            f"{cfg.from_run} was trained with --asymmetric-critic: its critics read the simulator's privileged "
+            "state, which a robot does not give; fine-tune a run trained without it"
+        )
     cfg = fit_to_sim_run(cfg, train)
     obs_spec = policy_obs_spec(state)
     sim_env = make_env(dataclasses.replace(train.sim, cameras=()))
