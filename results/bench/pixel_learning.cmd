@@ -1,0 +1,1 @@
+python benchmarks/pixel_learning.py --quick --json results/bench/pixel_learning.json
