@@ -190,10 +190,11 @@ class Recording:
             from buffer.io.lerobot_format import LeRobotReader
 
             obs_spec, action_dim, info_keys = lerobot_spec(path)
+            reader = LeRobotReader(path)
             capacity, storage, self.task = (
-                LeRobotReader(path).info.get("total_frames", 0) + 16,
+                reader.info.get("total_frames", 0) + 16,
                 "memory",
-                _lerobot_task(path),
+                reader.first_task(),
             )
         elif (path / "zarr.json").is_file():
             from buffer.metadata import read_store_metadata
@@ -241,18 +242,6 @@ class Recording:
     def close(self) -> None:
         """Closes the store (nothing is written)."""
         self.buffer.close()
-
-
-def _lerobot_task(root: Path) -> str:
-    import pandas as pd
-
-    try:
-        if (root / "meta" / "tasks.parquet").is_file():
-            return str(pd.read_parquet(root / "meta" / "tasks.parquet").index[0])
-        lines = (root / "meta" / "tasks.jsonl").read_text().splitlines()
-        return str(json.loads(lines[0])["task"]) if lines else ""
-    except (OSError, ValueError, IndexError, KeyError):
-        return ""
 
 
 def window_labels(success: np.ndarray, refs: list[ClipRef]) -> np.ndarray:

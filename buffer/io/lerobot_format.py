@@ -64,6 +64,18 @@ class LeRobotReader:
         """Features holding camera frames (`video` or `image`)."""
         return [k for k, f in self.features.items() if f["dtype"] in ("video", "image")]
 
+    def first_task(self) -> str:
+        """The dataset's first task sentence (v3.0 meta/tasks.parquet, v2.1 meta/tasks.jsonl); "" if none."""
+        import pandas as pd
+
+        try:
+            if (self.root / "meta" / "tasks.parquet").is_file():
+                return str(pd.read_parquet(self.root / "meta" / "tasks.parquet").index[0])
+            lines = (self.root / "meta" / "tasks.jsonl").read_text().splitlines()
+            return str(json.loads(lines[0])["task"]) if lines else ""
+        except (OSError, ValueError, IndexError, KeyError):
+            return ""
+
     def episodes(self, skipped: dict[int, str] | None = None) -> Iterator[LeRobotEpisode]:
         """Every episode in index order.
 

@@ -100,7 +100,7 @@ class EpisodeSource:
             reader = LeRobotReader(path)
             capacity = int(reader.info.get("total_frames", 0)) + 16
             attrs: dict[str, Any]
-            storage, attrs = "memory", {"task_description": lerobot_task(path), "control_hz": reader.fps}
+            storage, attrs = "memory", {"task_description": reader.first_task(), "control_hz": reader.fps}
         elif is_zarr_store(path):
             meta = read_store_metadata(path)  # one-line BufferError for malformed metadata
             obs_spec, action_dim, info_keys, capacity = (
@@ -203,19 +203,6 @@ class EpisodeSource:
     def close(self) -> None:
         """Close the buffer (the zarr store stays as written)."""
         self.buffer.close()
-
-
-def lerobot_task(root: Path) -> str:
-    """The first task sentence of a LeRobotDataset (v3.0 meta/tasks.parquet or v2.1 meta/tasks.jsonl)."""
-    import pandas as pd
-
-    try:
-        if (root / "meta" / "tasks.parquet").is_file():
-            return str(pd.read_parquet(root / "meta" / "tasks.parquet").index[0])
-        lines = (root / "meta" / "tasks.jsonl").read_text().splitlines()
-        return str(json.loads(lines[0])["task"]) if lines else ""
-    except (OSError, ValueError, IndexError, KeyError):
-        return ""
 
 
 def step_scores(n_steps: int, clips: list[Any], scores: np.ndarray) -> np.ndarray:
