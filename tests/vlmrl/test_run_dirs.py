@@ -112,7 +112,7 @@ def test_finetune_failing_on_a_robot_that_does_not_fit_leaves_the_last_run_untou
         )
 
     fresh = tmp_path / "fresh"
-    with pytest.raises(ConfigError, match=r"trained on 32 px frames, not --env.image-size 24"):
+    with pytest.raises(ConfigError, match=r"trained on 32 px frames, not --env\.image-size 24"):
         finetune.main(cfg(fresh))
     assert not fresh.exists()  # no config.json, empty safety.jsonl or empty buffer.zarr left behind
     previous = tmp_path / "ft"
@@ -120,6 +120,6 @@ def test_finetune_failing_on_a_robot_that_does_not_fit_leaves_the_last_run_untou
     (previous / "config.json").write_text('{"from": "the previous run"}\n')
     (previous / "safety.jsonl").write_text('{"step": 3}\n')
     before = tree(previous)
-    with pytest.raises(ConfigError, match="not --env.image-size 24"):
+    with pytest.raises(ConfigError, match=r"not --env\.image-size 24"):
         finetune.main(cfg(previous))
     assert tree(previous) == before
