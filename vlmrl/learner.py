@@ -39,7 +39,9 @@ class LoopState:
     demo_steps: int = 0
     demo_successes: int = 0
     demo_rows: int = 0
-    """Global buffer rows [0, demo_rows) hold the demonstrations."""
+    """Global buffer rows [0, demo_rows) hold the demonstrations and the prior data."""
+    prior_episodes_added: int = -1
+    """Episodes copied from ``--prior-data`` (-1: not added yet; added once per run, before the first step)."""
 
 
 class ExperienceSource(Protocol):

@@ -107,9 +107,15 @@ class TrainConfig:
     count in total_steps. Use with ``--agent.layer-norm``: with a plain critic, Q diverged on demonstrations.
     0: none."""
     prior_share: float = 0.5
-    """Share of each batch drawn from the demonstrations (RLPD's symmetric sampling, Ball et al. 2023),
-    uniformly; the rest comes from online data by ``--replay``. 0: demonstrations are replayed like online
-    data, by ``--replay``."""
+    """Share of each batch drawn from the demonstrations and ``prior_data`` (RLPD's symmetric sampling,
+    Ball et al. 2023), uniformly; the rest comes from online data by ``--replay``. 0: they are replayed
+    like online data, by ``--replay``."""
+    prior_data: Path | None = None
+    """A zarr episode store (``vlmrl record``'s episodes.zarr, or an earlier run's buffer.zarr) whose
+    episodes go into the replay buffer before training as prior data (RLPD), scored like any clip and not
+    counted in total_steps. It must hold the arrays this run stores (same keys, cameras and image size)."""
+    skip_corrupt: bool = False
+    """With ``prior_data``: leave out its damaged episodes (named on the terminal) instead of stopping."""
     asymmetric_critic: bool = False
     """With ``--policy-obs robot``: the critics also read the sim's privileged ``state`` vector (simulation
     only); the actor and the exported policy still read only the robot's keys."""
@@ -197,7 +203,7 @@ def resolve_buffer_config(cfg: TrainConfig, scorer_id: str) -> BufferConfig:
         if replay.settings_field
         else replay.sampler()
     )
-    if cfg.demo_episodes > 0 and cfg.prior_share > 0:  # demonstrations are the prior part (RLPD)
+    if (cfg.demo_episodes > 0 or cfg.prior_data) and cfg.prior_share > 0:  # the prior part (RLPD)
         sampler = PriorMixSamplerConfig(prior_share=cfg.prior_share, online=sampler)
     return dataclasses.replace(
         cfg.buffer,

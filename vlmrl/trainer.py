@@ -124,6 +124,10 @@ class Trainer:
                 scorer = self._calibrated(scorer, resuming=checkpoint is not None)
             self.scorer_id = scorer.scorer_id
         self.buffer_cfg = resolve_buffer_config(cfg, self.scorer_id)
+        if cfg.prior_data is not None and checkpoint is None:  # before the run directory is kept
+            check_prior_data(
+                cfg.prior_data, {k: full_spec[k] for k in self.stored_keys}, spec.action_shape[0]
+            )
         self.buffer = self._make_buffer(
             {k: full_spec[k] for k in self.stored_keys}, spec.action_shape[0], checkpoint
         )
@@ -253,6 +257,8 @@ class Trainer:
         interrupted = False
         if state.demo_episodes_added < cfg.demo_episodes:
             self._add_demonstrations()
+        if cfg.prior_data is not None and state.prior_episodes_added < 0:
+            self._add_prior_data(cfg.prior_data)
         self._take_snapshot()
         episodes = EnvEpisodes(self.env, self.buffer, self.stored_keys, cfg.seed * TRAIN_SEED_STRIDE)
         with (
@@ -302,6 +308,28 @@ class Trainer:
             f"vlmrl train: {cfg.demo_episodes} demonstration episodes of the scripted expert in the buffer "
             f"({state.demo_steps} steps, {state.demo_successes} successful)"
         )
+
+    def _add_prior_data(self, path: Path) -> None:
+        """Copy the intact episodes of a recorded store into the buffer as prior data (once per run)."""
+        from buffer.io.recorded import load_prior_episodes
+        from buffer.storage.integrity import describe_skipped
+
+        mix = self.buffer.sampler if isinstance(self.buffer.sampler, PriorMixSampler) else None
+        if mix is not None:
+            mix.mark_prior(True)
+        try:
+            added, skipped = load_prior_episodes(str(path), self.buffer, skip_corrupt=self.cfg.skip_corrupt)
+        finally:
+            if mix is not None:
+                mix.mark_prior(False)
+        self.state.prior_episodes_added = added
+        self.state.demo_rows = self.buffer.storage.episodes().next_row
+        if self.link is not None:
+            self.link.submit_new_clips()
+        share = f"{self.cfg.prior_share:.0%} of each batch" if mix is not None else "replayed by --replay"
+        print(f"vlmrl train: {added} episodes of prior data from {path} in the buffer ({share})")
+        if skipped:
+            print(f"vlmrl train: --skip-corrupt: {describe_skipped(skipped)}")
 
     def _after_episode(self, stats: dict[str, float], writer: Any, progress: TrainProgress) -> None:
         cfg, state = self.cfg, self.state
@@ -426,6 +454,28 @@ class Trainer:
         final = getattr(self, "final", None)
         figures = f", final success {final.success_rate:.0%}, return {final.mean_return:.2f}" if final else ""
         return f"{self.state.step} steps, {self.state.episode} episodes{figures}"
+
+
+def check_prior_data(path: Path, obs_spec: dict[str, Any], action_dim: int) -> None:
+    """ConfigError in one line unless the store at ``path`` holds the arrays this run stores."""
+    from buffer.metadata import read_store_metadata
+
+    if not Path(path).exists():
+        raise ConfigError(f"--prior-data {path}: no such store")
+    meta = read_store_metadata(path)  # one-line BufferError for anything that is not a vlmrl store
+
+    def norm(spec: Any) -> tuple[tuple[int, ...], str] | None:
+        return None if spec is None else (tuple(int(n) for n in spec[0]), np.dtype(spec[1]).name)
+
+    wrong = [k for k in obs_spec if norm(meta.obs_spec.get(k)) != norm(obs_spec[k])]
+    if wrong or meta.action_dim != action_dim:
+        k = wrong[0] if wrong else "action"
+        have = norm(meta.obs_spec.get(k)) if wrong else meta.action_dim
+        want = norm(obs_spec[k]) if wrong else action_dim
+        raise ConfigError(
+            f"--prior-data {path}: {k!r} is {have} there, this run stores {want} (record it with the same "
+            "cameras, image size and --policy-obs)"
+        )
 
 
 def policy_keys(policy_obs: str, cameras: list[str]) -> list[str]:

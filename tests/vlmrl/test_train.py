@@ -472,3 +472,37 @@ def test_a_score_calibration_that_makes_ece_worse_warns_as_score_does(tmp_path, 
         "makes the expected calibration error worse on its own clips (0.100 -> 0.300)"
         in capsys.readouterr().out
     )
+
+
+def test_prior_data_from_an_earlier_runs_store_is_the_prior_part_of_each_batch(tmp_path, capsys) -> None:
+    """--prior-data copies a recorded store's episodes into the buffer before training (RLPD)."""
+    from buffer.samplers.prior_mix import PriorMixSampler
+
+    source = tmp_path / "earlier"
+    assert main(with_camera(source, total_steps=50, learning_starts=50)) == 0
+    earlier = load_checkpoint(source)["num_episodes_committed"]
+    run = tmp_path / "run"
+    cfg = with_camera(run, total_steps=75, learning_starts=25, prior_data=source / "buffer.zarr")
+    assert main(cfg) == 0
+    assert f"{earlier} episodes of prior data from" in capsys.readouterr().out
+    checkpoint = load_checkpoint(run)
+    loop = checkpoint["loop"]
+    assert loop.prior_episodes_added == earlier
+    assert checkpoint["num_episodes_committed"] == earlier + loop.episode
+    assert isinstance(checkpoint["config"].buffer, BufferConfig)
+    shares = [t["demo_share"] for t in loop.train_log if "demo_share" in t]
+    assert shares and min(shares) > 0.2  # half of each batch comes from the prior episodes
+    trainer = Trainer.resume(run)  # resumed: the prior data is not added twice
+    assert isinstance(trainer.buffer.sampler, PriorMixSampler)
+    assert trainer.state.prior_episodes_added == earlier
+    trainer.buffer.close()
+    trainer.env.close()
+    trainer.eval_env.close()
+    if trainer.link is not None:
+        trainer.link.close()
+
+    wrong = with_camera(tmp_path / "wrong", prior_data=source / "buffer.zarr")
+    wrong = dataclasses.replace(wrong, sim=dataclasses.replace(wrong.sim, image_size=24))
+    with pytest.raises(ConfigError, match=r"'pixels/front' is \(\(32, 32, 3\), 'uint8'\) there"):
+        main(wrong)
+    assert not (tmp_path / "wrong").exists()
