@@ -85,7 +85,7 @@ def run(cfg: TrainConfig, scorer: Any = None, env_factory: Any = None) -> RunRes
     if cfg.demo:
         print(
             f"vlmrl train --demo: SO-101 twin {cfg.sim.task}, sparse reward, {cfg.demo_episodes} scripted demonstrations, "
-            f"{cfg.total_steps:,} steps, oracle scorer (privileged sim progress, not a VLM); about 3 min on 2 cores"
+            f"{cfg.total_steps:,} steps, oracle scorer (privileged sim progress, not a VLM); about 3-6 min on 2 cores"
         )
     print(
         f"vlmrl train: run directory {trainer.run_dir} (live curves: tensorboard --logdir {trainer.run_dir / 'tb'})"
