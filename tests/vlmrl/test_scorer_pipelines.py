@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import math
 
 import numpy as np
 import pytest
@@ -204,7 +205,9 @@ def test_evaluate_ranks_scorers_by_their_noise(store, tmp_path, random_student):
     # (failures never pass progress 0.3), and its values rise along every successful episode.
     assert exact["auc"] == 1.0 and exact["voc"] > 0.9
     assert noisy["auc"] < 0.8 and noisy["voc"] < exact["voc"]
-    assert all(r["clips"] == exact["clips"] > 0 and r["clips_per_s"] > 0 for r in rows.values())
+    assert all(r["clips"] == exact["clips"] > 0 for r in rows.values())
+    # clips/s is reported, not judged: rates are measured in benchmarks/scoring.py
+    assert all(math.isfinite(r["clips_per_s"]) for r in rows.values())
     assert figures["n_successful_episodes"] == 6 and figures["n_episodes"] == 10
     md = (tmp_path / "report" / "evaluation.md").read_text()
     assert "| `oracle-noise0.4` |" in md and "roc.png" in md
