@@ -34,7 +34,7 @@ from agents.augmentation import random_shift
 from agents.config import IQLConfig
 from agents.encoders import ObservationEncoder, ObsSpec, is_pixel_key
 from agents.errors import AgentError
-from agents.networks import Actor, TwinCritic
+from agents.networks import Actor, TwinCritic, action_bounds
 from buffer.batch import Batch
 
 
@@ -54,11 +54,7 @@ class IQL:
     """
 
     def __init__(self, cfg: IQLConfig, obs_spec: ObsSpec, action_space: gym.spaces.Box) -> None:
-        if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
-            raise AgentError(f"IQL needs a 1-D Box action space, got {action_space}")
-        low, high = np.asarray(action_space.low, np.float64), np.asarray(action_space.high, np.float64)
-        if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high)) and np.all(high > low)):
-            raise AgentError(f"IQL needs finite action bounds with high > low, got low={low} high={high}")
+        low, high = action_bounds(action_space, "IQL")
         if not 0.5 <= cfg.expectile < 1.0 or cfg.temperature < 0.0 or cfg.max_weight <= 0.0:
             raise AgentError("IQLConfig needs 0.5 <= expectile < 1, temperature >= 0 and max_weight > 0")
         if cfg.num_critics < 1 or not 0.0 < cfg.tau <= 1.0:

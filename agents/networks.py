@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -137,3 +139,18 @@ def squash(mean: Tensor, log_std: Tensor, noise: Tensor) -> tuple[Tensor, Tensor
     # log(1 - tanh(u)^2) = 2 * (log 2 - u - softplus(-2u)), stable for large |u| (as in the SAC paper, App. C).
     log_det = 2.0 * (math.log(2.0) - pre_tanh - F.softplus(-2.0 * pre_tanh))
     return action, (gaussian_log_prob - log_det).sum(dim=-1)
+
+
+def action_bounds(action_space: Any, agent: str) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) of a 1-D Box with finite bounds, high > low (the actor's tanh is scaled onto them);
+    AgentError naming ``agent`` otherwise."""
+    import gymnasium as gym
+
+    from agents.errors import AgentError
+
+    if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
+        raise AgentError(f"{agent} needs a 1-D Box action space, got {action_space}")
+    low, high = np.asarray(action_space.low, np.float64), np.asarray(action_space.high, np.float64)
+    if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high)) and np.all(high > low)):
+        raise AgentError(f"{agent} needs finite action bounds with high > low, got low={low} high={high}")
+    return low, high

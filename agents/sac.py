@@ -33,7 +33,7 @@ from agents.augmentation import random_shift_prepared
 from agents.config import SACConfig
 from agents.encoders import ObservationEncoder, ObsSpec, is_pixel_key, load_pixel_weights
 from agents.errors import AgentError
-from agents.networks import Actor, TwinCritic, sample_squashed, squash
+from agents.networks import Actor, TwinCritic, action_bounds, sample_squashed, squash
 from buffer.batch import Batch
 
 
@@ -53,11 +53,7 @@ class SAC:
         action_space: gym.spaces.Box,
         privileged_keys: tuple[str, ...] = (),
     ) -> None:
-        if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
-            raise AgentError(f"SAC needs a 1-D Box action space, got {action_space}")
-        low, high = np.asarray(action_space.low, np.float64), np.asarray(action_space.high, np.float64)
-        if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high)) and np.all(high > low)):
-            raise AgentError(f"SAC needs finite action bounds with high > low, got low={low} high={high}")
+        low, high = action_bounds(action_space, "SAC")
         if cfg.utd_ratio < 1 or not 0.0 < cfg.tau <= 1.0 or cfg.init_alpha <= 0.0:
             raise AgentError("SACConfig needs utd_ratio >= 1, 0 < tau <= 1 and init_alpha > 0")
         if cfg.num_critics < 1 or not 1 <= cfg.target_critics <= cfg.num_critics:
