@@ -17,9 +17,15 @@ from vlmrl.pipelines import score
 OBS = {"state": ((6,), np.dtype(np.float32)), "pixels/front": ((24, 24, 3), np.dtype(np.uint8))}
 
 
-def make_store(path, lengths=(9, 5)):
+def make_store(path, lengths=(9, 5), **storage):
+    """A recorded-like store of constant grey frames whose progress reaches 1 at each episode's end;
+    ``storage``: more BufferConfig settings (e.g. frames_per_shard)."""
     buf = make_buffer(
-        BufferConfig(storage="zarr", capacity_steps=64), OBS, 6, ("success", "progress"), path=str(path)
+        BufferConfig(storage="zarr", capacity_steps=64, **storage),
+        OBS,
+        6,
+        ("success", "progress"),
+        path=str(path),
     )
     for t in lengths:
         progress = np.linspace(0, 1, t + 1).astype(np.float32)
@@ -124,28 +130,7 @@ def test_bad_inputs_are_one_line_errors(tmp_path, capsys):
 
 def make_sharded_store(path, lengths=(5, 5, 5)):
     """Episodes of 6 rows each in 4-frame shards: rows 0..5, 6..11, 12..17 -> shard 1 holds rows 4..7."""
-    buf = make_buffer(
-        BufferConfig(storage="zarr", capacity_steps=64, frames_per_shard=4),
-        OBS,
-        6,
-        ("success", "progress"),
-        path=str(path),
-    )
-    for t in lengths:
-        progress = np.linspace(0, 1, t + 1).astype(np.float32)
-        buf.add_episode(
-            obs={
-                "state": np.zeros((t + 1, 6), np.float32),
-                "pixels/front": np.full((t + 1, 24, 24, 3), 90, np.uint8),
-            },
-            action=np.zeros((t, 6), np.float32),
-            reward=np.zeros(t, np.float32),
-            terminated=np.eye(1, t, t - 1, dtype=bool)[0],
-            truncated=np.zeros(t, bool),
-            info={"success": (progress >= 1).astype(np.float32), "progress": progress},
-        )
-    buf.close()
-    zarr.open_group(str(path), mode="a").attrs["vlmrl_record"] = {"task_description": "Pick up the red cube."}
+    make_store(path, lengths, frames_per_shard=4)
 
 
 def test_a_missing_frame_shard_fails_naming_the_episodes_and_skip_corrupt_scores_the_rest(tmp_path, capsys):
