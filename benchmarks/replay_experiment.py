@@ -14,9 +14,12 @@ checkpoints. Analyse with `benchmarks/replay_analysis.py`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
+import platform
+import shlex
 import subprocess
 import sys
 import threading
@@ -44,6 +47,8 @@ class RunSpec:
     variant: str = ""
     """A name for the extra `vlmrl train` options of this invocation (empty: the defaults)."""
     train_args: tuple[str, ...] = ()
+    scorer: str = "scorer:oracle"
+    """The `vlmrl train` scorer subcommand and its options (the oracle gets ``--scorer.noise`` from ``noise``)."""
 
     @property
     def name(self) -> str:
@@ -81,6 +86,7 @@ def grid(args: argparse.Namespace) -> list[RunSpec]:
                         args.layer_norm,
                         args.variant,
                         tuple(args.train_arg),
+                        args.scorer,
                     )
                 )
     return specs
@@ -101,8 +107,31 @@ def train_command(spec: RunSpec, run_dir: Path) -> list[str]:
         "--run-dir", str(run_dir), *(["--agent.layer-norm"] if spec.layer_norm else []), *spec.train_args,
     ]  # fmt: skip
     if spec.uses_scorer:
-        cmd += ["scorer:oracle", "--scorer.noise", str(spec.noise), "--scorer.seed", str(spec.seed)]
+        cmd += shlex.split(spec.scorer)
+        if spec.scorer == "scorer:oracle":
+            cmd += ["--scorer.noise", str(spec.noise), "--scorer.seed", str(spec.seed)]
     return cmd
+
+
+def provenance() -> dict[str, object]:
+    """The code and machine a run came from: the git commit, whether the tree was clean, the CPU model."""
+
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return out.stdout.strip() if out.returncode == 0 else ""
+
+    cpu = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "commit": git("rev-parse", "--short", "HEAD") or None,
+        "tree_clean": git("status", "--porcelain", "--untracked-files=no") == "",
+        "cpu": cpu or platform.processor() or None,
+        "cores": os.cpu_count(),
+    }
 
 
 def read_evals(run_dir: Path) -> list[dict[str, float]]:
@@ -149,6 +178,7 @@ def run_one(spec: RunSpec, out: Path, lock: threading.Lock, log) -> dict | None:
         "final_success": evals[-1]["success_rate"] if evals else float("nan"),
         "demo_share": mean_scalar(run_dir, "train/demo_share"),
         "wall_s": round(time.monotonic() - started, 1),
+        **provenance(),
     }
     with lock, open(out / "results.jsonl", "a") as f:
         f.write(json.dumps(record) + "\n")
@@ -198,9 +228,19 @@ def main() -> int:
         default="",
         help="name of this invocation's --train-arg options (in run names and the table)",
     )
+    parser.add_argument(
+        "--scorer",
+        default="scorer:oracle",
+        help='the scorer of the VLM modes, as `vlmrl train` takes it, e.g. "scorer:learned --scorer.path S.pt" '
+        "(default: the oracle, with --noise); name it with --variant",
+    )
     args = parser.parse_args()
     if args.train_arg and not args.variant:
         parser.error("--train-arg needs --variant NAME: runs with other options must not share names")
+    if args.scorer != "scorer:oracle" and (not args.variant or args.noise != [0.0]):
+        parser.error(
+            "--scorer other than the oracle needs --variant NAME and --noise 0 (noise is the oracle's)"
+        )
     if args.quick:
         args.seeds, args.noise, args.aux_weights = args.seeds[:1], [0.2], [0.0]
         args.total_steps, args.eval_every_steps, args.eval_episodes = 3_000, 1_000, 5
