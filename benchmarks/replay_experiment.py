@@ -6,9 +6,14 @@ Runs go in parallel on the available cores, one torch thread each; the results f
 line per finished run, and a rerun skips finished runs and resumes interrupted ones from their
 checkpoints. Analyse with `benchmarks/replay_analysis.py`.
 
+With ``--ray-address`` (an address, ``auto`` or ``local``) each run is a Ray task instead, with its CPU
+(and GPU) request, so the grid spreads over a cluster; the driver writes the results file as runs end
+(README "Grids on a Ray cluster").
+
     python benchmarks/replay_experiment.py --quick                 # a small grid, minutes
     python benchmarks/replay_experiment.py --tasks lift place --seeds 0 1 2 --total-steps 40000
     python benchmarks/replay_experiment.py --tasks lift --demo-episodes 10 --total-steps 20000
+    python benchmarks/replay_experiment.py --ray-address auto --seeds 0 1 2 3 4 5 6 7   # on a cluster
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -93,10 +99,15 @@ def grid(args: argparse.Namespace) -> list[RunSpec]:
 
 
 def train_command(spec: RunSpec, run_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "vlmrl", *train_argv(spec, run_dir)]
+
+
+def train_argv(spec: RunSpec, run_dir: Path) -> list[str]:
+    """The `vlmrl` arguments of a run: a new one, or the resume of an interrupted one (it has a checkpoint)."""
     if (run_dir / "checkpoint").exists():
-        return [sys.executable, "-m", "vlmrl", "train", "--resume", str(run_dir), "--no-progress"]
+        return ["train", "--resume", str(run_dir), "--no-progress"]
     cmd = [
-        sys.executable, "-m", "vlmrl", "train",
+        "train",
         "--sim.task", spec.task, "--sim.reward", "sparse",
         "--replay", spec.mode, "--seed", str(spec.seed),
         "--total-steps", str(spec.total_steps),
@@ -161,6 +172,7 @@ def mean_scalar(run_dir: Path, tag: str) -> float | None:
 
 
 def run_one(spec: RunSpec, out: Path, lock: threading.Lock, log) -> dict | None:
+    """Runs one training run as a `vlmrl train` process and appends its record to the results file."""
     run_dir = out / "runs" / spec.name
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -170,6 +182,13 @@ def run_one(spec: RunSpec, out: Path, lock: threading.Lock, log) -> dict | None:
     if proc.returncode != 0:
         log(f"FAILED {spec.name} (exit {proc.returncode}); see {run_dir.with_suffix('.log')}")
         return None
+    record = run_record(spec, run_dir, started)
+    append_record(out, record, lock, log)
+    return record
+
+
+def run_record(spec: RunSpec, run_dir: Path, started: float) -> dict:
+    """The results line of a finished run (read from its run directory, so on the machine that ran it)."""
     evals = read_evals(run_dir)
     record = {
         **asdict(spec),
@@ -180,10 +199,76 @@ def run_one(spec: RunSpec, out: Path, lock: threading.Lock, log) -> dict | None:
         "wall_s": round(time.monotonic() - started, 1),
         **provenance(),
     }
+    return record
+
+
+def append_record(out: Path, record: dict, lock: threading.Lock, log) -> None:
     with lock, open(out / "results.jsonl", "a") as f:
         f.write(json.dumps(record) + "\n")
-    log(f"done {spec.name}: final success {record['final_success']:.0%} in {record['wall_s']:.0f} s")
-    return record
+    log(f"done {record['name']}: final success {record['final_success']:.0%} in {record['wall_s']:.0f} s")
+
+
+def train_in_ray_worker(spec: RunSpec, out: str) -> dict | str:
+    """A Ray task's body: trains in the worker process itself (a reused worker imports torch and MuJoCo
+    once) and returns the run's record, or the line saying why it failed. A worker that dies is replaced
+    and the task retried, which resumes the run from its last checkpoint."""
+    from vlmrl.cli import main as vlmrl_main
+
+    run_dir = Path(out) / "runs" / spec.name
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    log_path = run_dir.with_suffix(".log")
+    with (
+        open(log_path, "a") as log_file,
+        contextlib.redirect_stdout(log_file),
+        contextlib.redirect_stderr(log_file),
+    ):
+        try:
+            code = vlmrl_main(train_argv(spec, run_dir))
+        except SystemExit as exc:  # tyro refusing an option
+            code = exc.code if isinstance(exc.code, int) else 2
+        except Exception:
+            traceback.print_exc()
+            code = 1
+    if code:
+        return f"FAILED {spec.name} (exit {code}) on {platform.node()}; see {log_path}"
+    return run_record(spec, run_dir, started)
+
+
+def run_on_ray(todo: list[RunSpec], args: argparse.Namespace, lock: threading.Lock, log) -> list[dict | None]:
+    """Runs the grid as Ray tasks on the cluster at ``args.ray_address``; records are written as runs end."""
+    import ray
+
+    joined = ray.is_initialized()
+    if not joined:
+        local = {"num_cpus": args.workers} if args.ray_address == "local" else {}
+        ray.init(address=args.ray_address, log_to_driver=False, configure_logging=False, **local)
+    log(
+        f"Ray cluster: {ray.cluster_resources().get('CPU', 0):g} CPUs, {ray.cluster_resources().get('GPU', 0):g} GPUs"
+    )
+    task = ray.remote(train_in_ray_worker).options(
+        num_cpus=args.cpus_per_run, num_gpus=args.gpus_per_run, max_retries=2
+    )
+    pending = {task.remote(spec, str(args.out.resolve())): spec for spec in todo}
+    records: list[dict | None] = []
+    try:
+        while pending:
+            [ref], _ = ray.wait(list(pending), num_returns=1)
+            spec = pending.pop(ref)
+            try:
+                result = ray.get(ref)
+            except ray.exceptions.RayError as exc:
+                result = f"FAILED {spec.name}: {str(exc).strip().splitlines()[0]}"
+            if isinstance(result, str):
+                log(result)
+                records.append(None)
+            else:
+                append_record(args.out, result, lock, log)
+                records.append(result)
+    finally:
+        if not joined:
+            ray.shutdown()
+    return records
 
 
 def finished_names(out: Path) -> set[str]:
@@ -193,7 +278,7 @@ def finished_names(out: Path) -> set[str]:
     return {json.loads(line)["name"] for line in path.read_text().splitlines() if line.strip()}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -216,6 +301,13 @@ def main() -> int:
     )
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="runs in parallel")
     parser.add_argument("--quick", action="store_true", help="one seed, noise 0.2, a short budget")
+    parser.add_argument(
+        "--ray-address",
+        help="run each training run as a Ray task on this cluster (what `ray start --head` printed, "
+        "auto: the one this machine joined, local: a new one with --workers CPUs); default: local processes",
+    )
+    parser.add_argument("--cpus-per-run", type=float, default=1.0, help="with --ray-address: CPUs per run")
+    parser.add_argument("--gpus-per-run", type=float, default=0.0, help="with --ray-address: GPUs per run")
     parser.add_argument("--json", type=Path, help="write a summary of this invocation's runs here")
     parser.add_argument(
         "--train-arg",
@@ -234,7 +326,7 @@ def main() -> int:
         help='the scorer of the VLM modes, as `vlmrl train` takes it, e.g. "scorer:learned --scorer.path S.pt" '
         "(default: the oracle, with --noise); name it with --variant",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.train_arg and not args.variant:
         parser.error("--train-arg needs --variant NAME: runs with other options must not share names")
     if args.scorer != "scorer:oracle" and (not args.variant or args.noise != [0.0]):
@@ -248,8 +340,9 @@ def main() -> int:
     specs = grid(args)
     done = finished_names(args.out)
     todo = [s for s in specs if s.name not in done]
+    where = f"Ray ({args.ray_address})" if args.ray_address else f"{args.workers} worker(s)"
     print(f"{len(specs)} runs in the grid, {len(specs) - len(todo)} already finished, {len(todo)} to run "
-          f"on {args.workers} worker(s); results -> {args.out / 'results.jsonl'}")  # fmt: skip
+          f"on {where}; results -> {args.out / 'results.jsonl'}")  # fmt: skip
     lock = threading.Lock()
 
     def log(message: str) -> None:
@@ -257,8 +350,11 @@ def main() -> int:
             print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
     started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=args.workers) as pool:
-        records = list(pool.map(lambda s: run_one(s, args.out, lock, log), todo))
+    if args.ray_address:
+        records = run_on_ray(todo, args, lock, log)
+    else:
+        with ThreadPoolExecutor(max_workers=args.workers) as pool:
+            records = list(pool.map(lambda s: run_one(s, args.out, lock, log), todo))
     failed = sum(r is None for r in records)
     summary = {
         "runs_in_grid": len(specs),
