@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 Device = Literal["auto", "cpu", "cuda"]
 DType = Literal["auto", "float32", "bfloat16", "float16"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScorerRayConfig:
+    """Where a scorer runs: in this process, or in a pool of Ray actors each hosting the backend."""
+
+    actors: int = 0
+    """Ray actors each hosting the backend; a score call's clips are spread over them (0: the backend runs
+    in this process and Ray is not imported). The pool joins the Ray cluster this process already uses,
+    else the one in RAY_ADDRESS, else starts a local one."""
+    cpus_per_actor: float = 1.0
+    """CPUs Ray reserves per actor."""
+    gpus_per_actor: float = 0.0
+    """GPUs Ray reserves per actor (1 for a VLM on its own GPU; fractions share one)."""
+    max_in_flight: int = 2
+    """Score requests sent to one actor and not answered yet; more wait (bounds clips held in memory)."""
+    timeout_s: float = 600.0
+    """Longest wait for one actor's answer (a dead actor fails at once; this is for a hung one)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,6 +49,8 @@ class HFConfig:
     """Hub revision (branch, tag or commit); empty for the default."""
     trust_remote_code: bool = False
     """Allow model code from the hub (only for models transformers does not ship)."""
+    ray: ScorerRayConfig = field(default_factory=ScorerRayConfig)
+    """Run in this process, or in a pool of Ray actors (``--scorer.ray.actors M``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +90,8 @@ class OpenAIConfig:
     """First retry delay; doubles per retry, with +-50% jitter."""
     max_concurrency: int = 8
     """Requests in flight at once."""
+    ray: ScorerRayConfig = field(default_factory=ScorerRayConfig)
+    """Run in this process, or in a pool of Ray actors (``--scorer.ray.actors M``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,6 +116,8 @@ class CLIPConfig:
     """Where the model runs; auto picks cuda when available."""
     dtype: DType = "auto"
     """Weights dtype; auto is float16 on GPU and float32 on CPU."""
+    ray: ScorerRayConfig = field(default_factory=ScorerRayConfig)
+    """Run in this process, or in a pool of Ray actors (``--scorer.ray.actors M``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,6 +136,8 @@ class OracleConfig:
     """Seed of the label noise."""
     latency_s: float = 0.0
     """Sleep per score call: a stand-in for a remote GPU in benchmarks and fault tests."""
+    ray: ScorerRayConfig = field(default_factory=ScorerRayConfig)
+    """Run in this process, or in a pool of Ray actors (``--scorer.ray.actors M``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,6 +154,8 @@ class LearnedConfig:
     """Clips per forward pass."""
     device: Device = "cpu"
     """Where the net runs; it is small enough for a CPU."""
+    ray: ScorerRayConfig = field(default_factory=ScorerRayConfig)
+    """Run in this process, or in a pool of Ray actors (``--scorer.ray.actors M``)."""
 
 
 ScorerConfig = HFConfig | OpenAIConfig | CLIPConfig | OracleConfig | LearnedConfig

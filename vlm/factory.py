@@ -52,7 +52,15 @@ def check_reachable(cfg: ScorerConfig) -> None:
 
 
 def make_scorer(cfg: ScorerConfig) -> Scorer:
-    """Builds the backend chosen by the config's type; fails fast with a VLMError if it is unreachable."""
+    """Builds the backend chosen by the config's type; fails fast with a VLMError if it is unreachable.
+
+    With ``cfg.ray.actors > 0`` the backend runs in that many Ray actors (``vlm.scorer_pool``), which
+    check reachability where they run.
+    """
     backend = _backend(cfg)
+    if cfg.ray.actors:
+        from vlm.scorer_pool import ScorerPool
+
+        return ScorerPool(cfg)
     check_reachable(cfg)
     return backend(cfg)

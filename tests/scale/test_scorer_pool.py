@@ -1,0 +1,85 @@
+"""A pool of Ray scorer actors behind the Scorer protocol (vlm/scorer_pool.py), and an actor killed mid-run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from vlm import Clip, ClipRequest, OracleConfig, Scorer, ScoringWorker, VLMError, WorkerConfig, make_scorer
+from vlm.config import LearnedConfig, ScorerRayConfig
+
+PROMPT = "Did the robot reach the target? Answer yes or no."
+
+
+def clip(progress: float) -> Clip:
+    return Clip(np.zeros((2, 8, 8, 3), np.uint8), {"progress": np.array([0.0, progress], np.float32)})
+
+
+def test_pool_spreads_clips_over_its_actors_and_scores_like_the_backend(ray_address: str) -> None:
+    pool = make_scorer(OracleConfig(ray=ScorerRayConfig(actors=2, cpus_per_actor=0.1)))
+    try:
+        assert isinstance(pool, Scorer) and pool.scorer_id == "oracle"
+        progress = np.linspace(0.0, 1.0, 5, dtype=np.float32)
+        scores = pool.score([clip(p) for p in progress], PROMPT)
+        assert scores.dtype == np.float32 and np.array_equal(scores, progress)
+        assert pool.score([], PROMPT).shape == (0,)
+        assert len(set(pool.actor_pids())) == 2
+        with pytest.raises(VLMError, match=r"scorer actor: the oracle scorer needs clip info\['progress'\]"):
+            pool.score([Clip(np.zeros((1, 8, 8, 3), np.uint8))], PROMPT)
+    finally:
+        pool.close()
+
+
+def test_actors_that_cannot_build_their_backend_fail_with_its_message(ray_address: str, tmp_path) -> None:
+    missing = tmp_path / "student.pt"
+    with pytest.raises(VLMError, match=f"scorer actors could not start: .*{missing}"):
+        make_scorer(LearnedConfig(path=str(missing), ray=ScorerRayConfig(actors=1, cpus_per_actor=0.1)))
+
+
+def test_a_killed_scorer_actor_sends_its_clips_to_the_backlog_and_is_restarted(ray_address: str) -> None:
+    # Slow actors (1 s a call) so the kill lands while a batch is in flight.
+    pool = make_scorer(OracleConfig(latency_s=1.0, ray=ScorerRayConfig(actors=2, cpus_per_actor=0.1)))
+    progress = {i: (i % 10) / 10 for i in range(16)}
+    scored: dict[int, float] = {}
+
+    def on_scored(requests, scores) -> None:
+        for request, score in zip(requests, scores):
+            assert request.clip_id not in scored, "a clip was scored twice"
+            scored[request.clip_id] = float(score)
+
+    cfg = WorkerConfig(batch_size=8, batch_wait_s=0.0, backoff_s=0.05, max_backoff_s=0.2)
+    worker = ScoringWorker(pool, PROMPT, lambda r: clip(progress[r.clip_id]), on_scored, cfg)
+    try:
+        victim = pool.actor_pids()[0]
+        worker.submit(ClipRequest(clip_id=i, episode=i // 4, start=0, length=2) for i in progress)
+        deadline = time.monotonic() + 30
+        while worker.metrics()["in_flight"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        threading.Timer(0.2, os.kill, (victim, signal.SIGKILL)).start()  # mid-call
+        assert worker.drain(timeout_s=60), worker.metrics()
+        metrics = worker.metrics()
+        assert scored == pytest.approx(progress)  # every clip scored once, none lost
+        assert metrics["failures"] >= 1 and pool.restarts >= 1
+        assert metrics["dropped"] == metrics["callback_failures"] == metrics["load_failures"] == 0
+        pids = pool.actor_pids()
+        assert victim not in pids and len(set(pids)) == 2
+    finally:
+        worker.close()
+        pool.close()
+
+
+def test_vlmrl_train_scores_through_the_pool_with_one_setting(ray_address: str, tmp_path) -> None:
+    from tests.vlmrl.test_train import with_camera
+    from vlmrl.checkpoint import load_checkpoint
+    from vlmrl.pipelines.train import main
+
+    scorer = OracleConfig(ray=ScorerRayConfig(actors=2, cpus_per_actor=0.1))  # --scorer.ray.actors 2
+    cfg = with_camera(tmp_path / "run", scorer=scorer, total_steps=100, checkpoint_every_steps=100)
+    assert main(cfg) == 0
+    last = load_checkpoint(tmp_path / "run")["loop"].train_log[-1]
+    assert last["scorer/scored"] > 0 and last["scorer/failures"] == last["scorer/backlog"] == 0
