@@ -61,6 +61,11 @@ class OpenAIConfig:
     """Backend tag (fixed)."""
     base_url: str = "http://127.0.0.1:8000/v1"
     """Server root including the /v1 prefix."""
+    replica_urls: tuple[str, ...] = ()
+    """Roots (with /v1) of more servers of the same model, one per vLLM replica: requests go in turn to
+    base_url and these, a replica that fails is marked down, and all down stops scoring with one line."""
+    replica_retry_s: float = 10.0
+    """How long a failed replica stays down before a health check (GET /models) may bring it back."""
     model: str = ""
     """Served model name; empty asks the server's /v1/models and takes the first."""
     api_key: str = ""

@@ -12,10 +12,14 @@ image per prompt unless started with ``--limit-mm-per-prompt``: its 400 ("At mos
 becomes one line saying to send clips tiled (``frames_as="tiled"``: the frames side by side in one image)
 or to raise the server's limit. Tokens of probability zero come as -9999.0 (vLLM) or -Infinity; they are
 dropped before P(yes) is formed, so a certain answer scores 0 or 1 instead of NaN.
+
+Several replicas of one model (``replica_urls``, one vLLM per GPU) share the requests in turn, with
+health checks (``vlm/backends/replicas.py``): a retry after a failed request goes to the next replica up.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -31,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from vlm.answer_tokens import answer_side, yes_probability_from_logprobs
+from vlm.backends.replicas import Replica, Replicas
 from vlm.clip import Clip, as_clips
 from vlm.config import OpenAIConfig
 from vlm.errors import VLMError
@@ -87,10 +92,30 @@ def _headers(cfg: OpenAIConfig) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
+def server_urls(cfg: OpenAIConfig) -> list[str]:
+    """``base_url`` and the ``replica_urls`` after it."""
+    return [cfg.base_url, *cfg.replica_urls]
+
+
 def check_server(cfg: OpenAIConfig) -> list[str]:
-    """Asks ``/models`` once; returns the served model names or raises a one-line VLMError with a fix."""
+    """Asks ``/models`` of the server (or of each replica until one answers); returns the served model
+    names, or raises a one-line VLMError with a fix (naming every replica when none answers)."""
+    urls = server_urls(cfg)
+    if len(urls) == 1:
+        return _check_url(cfg, cfg.base_url)
+    problems = []
+    for base_url in urls:
+        try:
+            return _check_url(cfg, base_url)
+        except VLMError as exc:
+            problems.append(str(exc))
+    raise VLMError(f"none of the {len(urls)} VLM replicas answered: " + "; ".join(problems))
+
+
+def _check_url(cfg: OpenAIConfig, base_url: str) -> list[str]:
     import httpx
 
+    cfg = dataclasses.replace(cfg, base_url=base_url)  # the messages below name this server
     url = cfg.base_url.rstrip("/") + "/models"
     try:
         response = httpx.get(url, headers=_headers(cfg), timeout=min(cfg.timeout_s, 10.0))
@@ -139,20 +164,35 @@ class OpenAIScorer:
         self.model_id = cfg.model or check_server(cfg)[0]
         self.scorer_id = make_scorer_id("openai", self.model_id)
         self._httpx = httpx
-        self._client = httpx.Client(
-            base_url=cfg.base_url.rstrip("/") + "/",
-            headers=_headers(cfg),
-            timeout=cfg.timeout_s,
-            limits=httpx.Limits(
-                max_connections=cfg.max_concurrency, max_keepalive_connections=cfg.max_concurrency
-            ),
-        )
+        self._replicas = Replicas(server_urls(cfg), self._make_client, self._healthy, cfg.replica_retry_s)
         self._pool = ThreadPoolExecutor(cfg.max_concurrency, thread_name_prefix="vlm-openai")
         self._closed = threading.Event()
         self._lock = threading.Lock()
         self._top_logprobs = cfg.top_logprobs
 
     # -- HTTP ------------------------------------------------------------------------------------------
+
+    def _make_client(self, base_url: str) -> Any:
+        limits = self._httpx.Limits(
+            max_connections=self.cfg.max_concurrency, max_keepalive_connections=self.cfg.max_concurrency
+        )
+        return self._httpx.Client(
+            base_url=base_url.rstrip("/") + "/",
+            headers=_headers(self.cfg),
+            timeout=self.cfg.timeout_s,
+            limits=limits,
+        )
+
+    def _healthy(self, replica: Replica) -> bool:
+        """The replicas' health check: ``GET /models`` answers 200 within a few seconds."""
+        try:
+            response = replica.client.get("models", timeout=min(self.cfg.timeout_s, 5.0))
+        except self._httpx.HTTPError as exc:
+            replica.problem = f"health check failed ({type(exc).__name__})"
+            return False
+        if response.status_code != 200:
+            replica.problem = f"health check answered HTTP {response.status_code}"
+        return response.status_code == 200
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POSTs JSON with retries; returns the decoded object or raises a one-line VLMError."""
@@ -164,16 +204,24 @@ class OpenAIScorer:
                 time.sleep(self.cfg.backoff_s * 2 ** (attempt - 1) * random.uniform(0.5, 1.5))
             if self._closed.is_set():
                 raise VLMError("the openai scorer is closed")
+            replica = self._replicas.pick()
+            url = replica.url + "/" + path
             try:
-                response = self._client.post(path, json=body)
+                response = replica.client.post(path, json=body)
             except httpx.TimeoutException:
                 problem = f"no answer within {self.cfg.timeout_s:g} s (timeout_s)"
+                self._replicas.mark_down(replica, problem)
                 continue
             except httpx.TransportError as exc:
                 problem = f"connection failed ({type(exc).__name__})"
+                self._replicas.mark_down(replica, problem)
                 continue
-            if response.status_code == 429 or response.status_code >= 500:
+            if response.status_code == 429:  # busy, not broken: the next attempt goes to the next replica
+                problem = f"HTTP 429: {_error_message(response)}"
+                continue
+            if response.status_code >= 500:
                 problem = f"HTTP {response.status_code}: {_error_message(response)}"
+                self._replicas.mark_down(replica, problem)
                 continue
             if response.status_code in (401, 403):
                 raise VLMError(
@@ -306,4 +354,4 @@ class OpenAIScorer:
         """Cancels queued requests and closes the connections."""
         self._closed.set()
         self._pool.shutdown(wait=True, cancel_futures=True)
-        self._client.close()
+        self._replicas.close()
