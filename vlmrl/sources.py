@@ -27,10 +27,20 @@ class EnvEpisodes:
         buffer: the replay buffer (``add_step``).
         stored_keys: observation keys stored per step.
         seed_base: episode e resets with seed ``seed_base + e``.
+        extra_info: values added to every step's info (demonstrations in a run with env actors store
+            ``policy_version`` -1).
     """
 
-    def __init__(self, env: Any, buffer: Any, stored_keys: Sequence[str], seed_base: int) -> None:
+    def __init__(
+        self,
+        env: Any,
+        buffer: Any,
+        stored_keys: Sequence[str],
+        seed_base: int,
+        extra_info: dict[str, float] | None = None,
+    ) -> None:
         self.env, self.buffer, self.stored_keys, self.seed_base = env, buffer, list(stored_keys), seed_base
+        self.extra_info = extra_info or {}
 
     def collect(self, episode: int, act: Act, after_step: Callable[[], None]) -> dict[str, float]:
         """One episode with ``act`` choosing actions (see ``ExperienceSource.collect``)."""
@@ -40,7 +50,8 @@ class EnvEpisodes:
             action = act(obs)
             next_obs, reward, terminated, truncated, info = self.env.step(action)
             self.buffer.add_step(
-                {k: obs[k] for k in self.stored_keys}, action, reward, terminated, truncated, info,
+                {k: obs[k] for k in self.stored_keys}, action, reward, terminated, truncated,
+                {**info, **self.extra_info},
                 {k: next_obs[k] for k in self.stored_keys},
             )  # fmt: skip
             length += 1

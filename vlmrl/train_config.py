@@ -36,6 +36,23 @@ ReplayMode = Literal["uniform", "per", "vlm", "vlm_td"]
 
 
 @dataclass(frozen=True, kw_only=True)
+class RayConfig:
+    """Where ``--actors`` runs (a Ray cluster) and how the learner feeds its env actors (vlmrl/actor_source.py)."""
+
+    address: str = ""
+    """Ray cluster to join (what ``ray start --head`` prints, e.g. ``10.0.0.5:6379``; the machines need vlmrl
+    installed); empty: start a local cluster with this machine's cores. A resume may name another one."""
+    actor_cpus: float = 1.0
+    """CPUs Ray reserves per env actor (the cluster must have ``actors`` x this)."""
+    weights_every_updates: int = 100
+    """Send the actors the learner's policy after this many gradient updates (one ``ray.put`` each time)."""
+    max_in_flight: int = 2
+    """Episode requests queued per actor: bounds how far actors run ahead of the learner (and memory)."""
+    episode_timeout_s: float = 300.0
+    """An actor whose episode takes longer is killed and restarted by Ray; the episode counts as lost."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class TrainConfig:
     """One training run; every field has a default (`--demo` adds demonstrations, see ``demo``)."""
 
@@ -158,6 +175,12 @@ class TrainConfig:
     scorer there is), scorer:<id> (that scorer's), or sparse+aux / sparse+scorer:<id>; ``vlmrl score`` stores them."""
     iql: IQLConfig = IQLConfig()  # noqa: RUF009
     """``--offline`` learner: IQL hyper-parameters (its seed is ``--seed``)."""
+    actors: int = 0
+    """Env actors (Ray processes, each with its own env and a CPU copy of the policy) that collect episodes
+    for this learner, which stays the buffer's only writer (README "Scale-out on Ray"). 0: one process,
+    Ray is not imported."""
+    ray: RayConfig = RayConfig()
+    """With ``--actors``: the cluster and how the actors are fed."""
 
 
 @dataclass(frozen=True)
@@ -260,9 +283,35 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
         raise ConfigError("policy_obs 'robot' needs an arm with LeRobot joint keys: --sim.suite so101")
     if cfg.policy_obs == "pixels" and not cfg.sim.cameras:
         raise ConfigError("policy_obs 'pixels' needs at least one camera in --sim.cameras")
+    check_actors(cfg)
     if cfg.policy_obs in ("pixels", "robot") and cfg.buffer.frame_stack != 1:
         raise ConfigError(
             "policy_obs 'pixels' supports --buffer.frame-stack 1 only (the policy sees one frame)"
+        )
+
+
+def check_actors(cfg: TrainConfig) -> None:
+    """One-line ConfigErrors for ``--actors`` settings (and what actors cannot run with yet)."""
+    if cfg.actors < 0:
+        raise ConfigError(f"actors must be >= 0, got {cfg.actors}")
+    if not cfg.actors:
+        return
+    ray = cfg.ray
+    if (
+        ray.actor_cpus <= 0
+        or ray.weights_every_updates < 1
+        or ray.max_in_flight < 1
+        or ray.episode_timeout_s <= 0
+    ):
+        raise ConfigError(
+            "ray.actor_cpus and ray.episode_timeout_s must be > 0, ray.weights_every_updates and "
+            "ray.max_in_flight >= 1"
+        )
+    if cfg.reward_program is not None:
+        raise ConfigError("--reward-program runs in the learner's env only: drop it or --actors")
+    if cfg.prior_data is not None:
+        raise ConfigError(
+            "--prior-data with --actors: not supported yet (its store has no policy_version column)"
         )
 
 

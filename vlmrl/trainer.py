@@ -29,6 +29,7 @@ from robot.contract import JOINT_KEYS, PIXELS_PREFIX, STATE_KEY, env_spec
 from sim import make_env
 from vlm import Scorer, VLMError, apply_calibration
 from vlmrl.checkpoint import load_checkpoint, memory_buffer_path, save_checkpoint
+from vlmrl.env_actor import POLICY_VERSION_KEY
 from vlmrl.errors import ConfigError
 from vlmrl.evaluation import EvalResult, eval_seeds, evaluate
 from vlmrl.learner import Learner, LoopState, UpdatePlan
@@ -75,7 +76,8 @@ class Trainer:
     ) -> None:
         check_config(cfg, new_run=checkpoint is None)
         self.cfg, self.run_dir = cfg, run_dir
-        make = env_factory or make_env
+        make = self.make_env = env_factory or make_env
+        self.actors: Any = None  # the Ray env actors of --actors (vlmrl.actor_source.ActorEpisodes)
         self.env = make(cfg.sim)
         self.eval_env = make(cfg.sim)
         self.car: Any = None  # the Code-as-Reward wrapper (issue #17) when cfg.reward_program is set
@@ -243,7 +245,9 @@ class Trainer:
             path: Path | None = self.run_dir / "buffer.zarr"
         else:
             path = memory_buffer_path(self.run_dir) if checkpoint is not None else None
-        return make_buffer(self.buffer_cfg, obs_spec, action_dim, path=str(path) if path else None)
+        # With --actors each episode records the version of the policy it was collected with.
+        info_keys = ("success", "progress", *((POLICY_VERSION_KEY,) if self.cfg.actors else ()))
+        return make_buffer(self.buffer_cfg, obs_spec, action_dim, info_keys, path=str(path) if path else None)
 
     # ------------------------------------------------------------------------------------ the loop
     def run(self) -> dict[str, Path]:
@@ -260,23 +264,51 @@ class Trainer:
         if cfg.prior_data is not None and state.prior_episodes_added < 0:
             self._add_prior_data(cfg.prior_data)
         self._take_snapshot()
-        episodes = EnvEpisodes(self.env, self.buffer, self.stored_keys, cfg.seed * TRAIN_SEED_STRIDE)
-        with (
-            TrainProgress(cfg.total_steps, state.step, enabled=cfg.progress) as progress,
-            self._writer() as writer,
-        ):
-            try:
-                self.learner.run(
-                    episodes,
-                    until=lambda: state.step >= stop_at,
-                    after_episode=lambda stats: self._after_episode(stats, writer, progress),
-                )
-            except KeyboardInterrupt:
-                interrupted = True
-                progress.note(
-                    "interrupted: saving the checkpoint of the last finished episode and the report"
-                )
+        episodes = self._episode_source()
+        try:
+            with (
+                TrainProgress(cfg.total_steps, state.step, enabled=cfg.progress) as progress,
+                self._writer() as writer,
+            ):
+                try:
+                    self.learner.run(
+                        episodes,
+                        until=lambda: state.step >= stop_at,
+                        after_episode=lambda stats: self._after_episode(stats, writer, progress),
+                    )
+                except KeyboardInterrupt:
+                    interrupted = True
+                    progress.note(
+                        "interrupted: saving the checkpoint of the last finished episode and the report"
+                    )
+        finally:
+            if self.actors is not None:
+                self.actors.close()
         return self._finish(interrupted)
+
+    def _episode_source(self) -> Any:
+        """The run's experience source: its own env, or (``--actors N``) N Ray env actors."""
+        cfg = self.cfg
+        seed_base = cfg.seed * TRAIN_SEED_STRIDE
+        if not cfg.actors:
+            return EnvEpisodes(self.env, self.buffer, self.stored_keys, seed_base)
+        from vlmrl.actor_source import ActorEpisodes, connect  # imports Ray: only with --actors
+        from vlmrl.env_actor import PolicySpec
+
+        connect(cfg.ray.address)
+        policy = PolicySpec(
+            agent_cfg=self.agent.cfg,
+            obs_spec=self.agent.obs_spec,
+            privileged_keys=self.privileged_keys,
+            policy_keys=tuple(self.policy_keys),
+        )
+        self.actors = ActorEpisodes(
+            cfg.actors, f"{self.run_dir.resolve().name}-{id(self):x}", self.make_env, cfg.sim, policy,
+            self.stored_keys, seed_base, self.buffer, self.agent,
+            lambda: self.state.step < cfg.learning_starts, cfg.ray,
+        )  # fmt: skip
+        print(f"vlmrl train: {cfg.actors} env actors on the Ray cluster (learner: this process)")
+        return self.actors
 
     def _add_demonstrations(self) -> None:
         """Put the scripted expert's episodes in the buffer (once per run, before the first step)."""
@@ -285,8 +317,9 @@ class Trainer:
         cfg, state = self.cfg, self.state
         expert = ScriptedPolicy(self.env)
         demos = EnvEpisodes(
-            self.env, self.buffer, self.stored_keys, cfg.seed * TRAIN_SEED_STRIDE + DEMO_SEED_OFFSET
-        )
+            self.env, self.buffer, self.stored_keys, cfg.seed * TRAIN_SEED_STRIDE + DEMO_SEED_OFFSET,
+            extra_info={POLICY_VERSION_KEY: -1.0} if cfg.actors else None,
+        )  # fmt: skip
         # With --prior-share > 0 the demonstrations are the prior part of RLPD's symmetric sampling.
         mix = self.buffer.sampler if isinstance(self.buffer.sampler, PriorMixSampler) else None
         if mix is not None:
@@ -453,6 +486,12 @@ class Trainer:
         """One line: steps, episodes, final success rate and return."""
         final = getattr(self, "final", None)
         figures = f", final success {final.success_rate:.0%}, return {final.mean_return:.2f}" if final else ""
+        if self.actors is not None:
+            c = self.actors.counters
+            figures += (
+                f", {self.cfg.actors} actors: {c.episodes} episodes this session, {c.lost_episodes} lost "
+                f"({c.timeouts} timeouts), {c.broadcasts} weight broadcasts"
+            )
         return f"{self.state.step} steps, {self.state.episode} episodes{figures}"
 
 

@@ -16,8 +16,9 @@ from typing import Annotated, Any
 
 import tyro
 
+from vlmrl.errors import ConfigError
 from vlmrl.results import RunResult
-from vlmrl.train_config import ReplayMode, ScorerChoice, TrainConfig, resolved_dict
+from vlmrl.train_config import RayConfig, ReplayMode, ScorerChoice, TrainConfig, resolved_dict
 
 __all__ = [
     "Config",
@@ -75,7 +76,10 @@ def run(cfg: TrainConfig, scorer: Any = None, env_factory: Any = None) -> RunRes
     )
     if cfg.resume:
         trainer.cfg = dataclasses.replace(
-            trainer.cfg, progress=cfg.progress, stop_after_steps=cfg.stop_after_steps
+            trainer.cfg,
+            progress=cfg.progress,
+            stop_after_steps=cfg.stop_after_steps,
+            **actors_on_resume(cfg, trainer.cfg),
         )
     if trainer.cfg.demo_episodes and not trainer.cfg.agent.layer_norm:
         print(
@@ -98,6 +102,17 @@ def run(cfg: TrainConfig, scorer: Any = None, env_factory: Any = None) -> RunRes
     final = trainer.final.as_dict() if getattr(trainer, "final", None) is not None else {}
     metrics = {"steps": trainer.state.step, "episodes": trainer.state.episode, **final}
     return RunResult(trainer.run_dir, metrics, outputs.get("policy"), outputs)
+
+
+def actors_on_resume(given: TrainConfig, saved: TrainConfig) -> dict[str, Any]:
+    """What a resume may change of the env actors: their cluster and settings (``--ray.*``) and, for a run
+    that started with actors, their number; not whether there are actors (the buffer's layout follows)."""
+    if given.actors and not saved.actors:
+        raise ConfigError("--actors: this run started without env actors; resume it without --actors")
+    changes: dict[str, Any] = {"actors": given.actors} if given.actors else {}
+    if given.ray != RayConfig():
+        changes["ray"] = given.ray
+    return changes
 
 
 DEMO_EPISODES, DEMO_STEPS = 25, 20_000

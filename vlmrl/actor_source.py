@@ -1,0 +1,214 @@
+"""Episodes from Ray env actors (`vlmrl train --actors N`): an ``ExperienceSource`` of the one learner loop.
+
+Layout (as in Ape-X, RLlib and SERL): N actors (``vlmrl.env_actor.EnvActor``, one Ray process each, CPU,
+one torch thread) each own an env and a copy of the policy and run whole episodes; the learner process
+keeps the agent, the replay buffer (its only writer) and the scoring link, and runs ``Learner.run``
+unchanged. ``collect`` hands the loop the next finished episode of any actor: it commits it with
+``ReplayBuffer.add_episode`` (the acting policy's version in ``info/policy_version``), then calls the
+loop's ``after_step`` once per transition, so updates per env step are those of the single-process loop.
+
+- Weights go out through the object store: one ``ray.put`` of the actor's weights every
+  ``weights_every_updates`` updates; requests carry the reference, actors fetch it when it is new to them.
+- Each actor has at most ``max_in_flight`` episode requests queued, so actors never run far ahead of the
+  learner, and the learner waits for whichever actor finishes first: a slow actor never blocks it.
+- An actor that dies (``SIGKILL``) is restarted by Ray (``max_restarts=-1``); one that takes longer than
+  ``episode_timeout_s`` is killed so Ray restarts it. Their episodes in flight are lost (never committed,
+  counted in ``actors/lost_episodes``); nothing committed is touched.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import ray
+
+from vlmrl.env_actor import POLICY_VERSION_KEY, EnvActor, PolicySpec, policy_weights
+from vlmrl.errors import ConfigError
+from vlmrl.learner import Act
+
+NAMESPACE = "vlmrl"
+"""Ray namespace of the env actors (named ``<run name>/env-<i>``, so tools and tests can find them)."""
+
+
+def connect(address: str) -> None:
+    """Join the Ray cluster at ``address``, or start a local one with this machine's cores (empty address);
+    nothing to do when this process is connected already (a test's cluster)."""
+    if ray.is_initialized():
+        return
+    try:
+        ray.init(
+            address=address or None,
+            namespace=NAMESPACE,
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+        )
+    except (ConnectionError, ValueError, RuntimeError) as exc:
+        raise ConfigError(f"--ray.address {address!r}: cannot join the Ray cluster: {exc}") from None
+
+
+@dataclass
+class _Slot:
+    """One actor and its episode requests in flight (ref -> episode index)."""
+
+    name: str
+    handle: Any
+    in_flight: dict[Any, int] = field(default_factory=dict)
+    busy_since: float = 0.0
+    """Monotonic time its current episode started (its last result, or its first request when idle)."""
+    killed: bool = False
+    """Killed for a timeout; its requests in flight will fail (and be counted) before it gets more."""
+
+
+@dataclass
+class ActorCounters:
+    """What the actors did, reported per episode as ``actors/<name>``."""
+
+    episodes: int = 0
+    lost_episodes: int = 0
+    """Episodes in flight on an actor that died or timed out (never committed)."""
+    timeouts: int = 0
+    broadcasts: int = 0
+
+
+class ActorEpisodes:
+    """Episodes from ``num_actors`` Ray env actors (see the module doc).
+
+    Args:
+        num_actors: N.
+        run_name: names the actors ``<run_name>/env-<i>`` in the ``vlmrl`` namespace.
+        make_env, sim_cfg, policy, stored_keys, seed_base: what each ``EnvActor`` is built from.
+        buffer: the replay buffer (``add_episode``); built with the ``policy_version`` info key.
+        agent: the learner's SAC (its ``num_updates`` is the policy version).
+        random_until: acts at random while ``random_until()`` is True (the loop's warm-up).
+        ray_cfg: ``RayConfig`` (actor CPUs, broadcast period, in-flight bound, timeout).
+    """
+
+    def __init__(
+        self,
+        num_actors: int,
+        run_name: str,
+        make_env: Callable[[Any], Any],
+        sim_cfg: Any,
+        policy: PolicySpec,
+        stored_keys: list[str],
+        seed_base: int,
+        buffer: Any,
+        agent: Any,
+        random_until: Callable[[], bool],
+        ray_cfg: Any,
+    ) -> None:
+        self.buffer, self.agent, self.random_until, self.cfg = buffer, agent, random_until, ray_cfg
+        cpus = float(ray.cluster_resources().get("CPU", 0.0))
+        if num_actors * ray_cfg.actor_cpus > cpus:
+            raise ConfigError(
+                f"--actors {num_actors} x --ray.actor-cpus {ray_cfg.actor_cpus:g} needs "
+                f"{num_actors * ray_cfg.actor_cpus:g} CPUs, the Ray cluster has {cpus:g}"
+            )
+        remote = ray.remote(EnvActor)
+        self.slots = []
+        for i in range(num_actors):
+            name = f"{run_name}/env-{i}"
+            handle = remote.options(  # type: ignore[attr-defined]
+                name=name, namespace=NAMESPACE, num_cpus=ray_cfg.actor_cpus, max_restarts=-1, max_task_retries=0
+            ).remote(make_env, sim_cfg, policy, stored_keys, seed_base)
+            self.slots.append(_Slot(name, handle))
+        self.counters = ActorCounters()
+        self.next_episode: int | None = None
+        self.version = -1
+        self.weights_ref: Any = None
+
+    def collect(self, episode: int, act: Act, after_step: Callable[[], None]) -> dict[str, float]:
+        """Commit the next episode any actor finishes, then ``after_step`` per transition (see the module
+        doc); ``act`` is unused: the actors act with their copy of the policy."""
+        if self.next_episode is None:
+            self.next_episode = episode
+        self._broadcast_if_due()
+        self._submit()
+        result = self._next_finished()
+        self.buffer.add_episode(
+            result["obs"], result["action"], result["reward"], result["terminated"], result["truncated"],
+            result["info"],
+        )  # fmt: skip
+        self.counters.episodes += 1
+        version = int(result["info"][POLICY_VERSION_KEY][0])
+        for _ in range(int(result["stats"]["length"])):
+            after_step()
+        lag = float(self.agent.num_updates - version) if version >= 0 else 0.0
+        return result["stats"] | {
+            "actors/policy_lag_updates": lag,
+            "actors/lost_episodes": float(self.counters.lost_episodes),
+            "actors/timeouts": float(self.counters.timeouts),
+        }
+
+    def _broadcast_if_due(self) -> None:
+        """One ``ray.put`` of the policy when ``weights_every_updates`` updates have passed since the last."""
+        updates = int(self.agent.num_updates)
+        if self.weights_ref is None or updates - self.version >= self.cfg.weights_every_updates:
+            self.weights_ref = ray.put(policy_weights(self.agent))
+            self.version = updates
+            self.counters.broadcasts += 1
+
+    def _submit(self) -> None:
+        """Top every actor up to ``max_in_flight`` episode requests."""
+        assert self.next_episode is not None
+        random_actions = self.random_until()
+        for slot in self.slots:
+            if slot.killed:
+                continue
+            if not slot.in_flight:
+                slot.busy_since = time.monotonic()
+            while len(slot.in_flight) < self.cfg.max_in_flight:
+                ref = slot.handle.run_episode.remote(
+                    self.next_episode, random_actions, [self.weights_ref], self.version
+                )
+                slot.in_flight[ref] = self.next_episode
+                self.next_episode += 1
+
+    def _next_finished(self) -> dict[str, Any]:
+        """The first finished episode of any actor; dead or timed-out actors' episodes are counted lost."""
+        while True:
+            pending = {ref: slot for slot in self.slots for ref in slot.in_flight}
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+            if ready:
+                ref = ready[0]
+                slot = pending[ref]
+                del slot.in_flight[ref]
+                slot.busy_since = time.monotonic()
+                slot.killed = slot.killed and bool(slot.in_flight)
+                try:
+                    return ray.get(ref)
+                except ray.exceptions.RayActorError:  # died (SIGKILL, OOM) or was killed: Ray restarts it
+                    self.counters.lost_episodes += 1
+                    self._submit()
+                    continue
+            self._kill_stuck()
+
+    def _kill_stuck(self) -> None:
+        """Kill (Ray then restarts it) each actor busy with one episode for over ``episode_timeout_s``."""
+        now = time.monotonic()
+        for slot in self.slots:
+            if slot.in_flight and not slot.killed and now - slot.busy_since > self.cfg.episode_timeout_s:
+                self.counters.timeouts += 1
+                slot.killed = True  # its requests fail with RayActorError and are counted lost then
+                ray.kill(slot.handle, no_restart=False)
+
+    def pids(self) -> list[int]:
+        """The actors' process ids (waits for each actor to be up)."""
+        return [int(ray.get(slot.handle.pid.remote())) for slot in self.slots]
+
+    def close(self) -> None:
+        """Stop the actors (their episodes in flight are dropped, as after a crash)."""
+        for slot in self.slots:
+            ray.kill(slot.handle, no_restart=True)
+        self.slots = []
+
+
+def version_counts(versions: np.ndarray) -> dict[int, int]:
+    """Episodes per policy version (a summary of a buffer's ``info/policy_version`` column)."""
+    values, counts = np.unique(versions.astype(np.int64), return_counts=True)
+    return {int(v): int(c) for v, c in zip(values, counts)}
