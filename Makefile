@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 	fi
 	@test -x $(PY) || python3.11 -m venv .venv || python3 -m venv .venv
 	$(PIP) install -q -U pip setuptools wheel
-	$(PIP) install -q -c constraints.txt -e '.[dev]'
+	$(PIP) install -q -c constraints.txt -e '.[dev,scale]'
 	@# lerobot 0.4.4 pins torch<2.11 and huggingface-hub<0.36, which clash with transformers 5;
 	@# its runtime needs come from the [robot] extra above, so it goes in without its own pins.
 	$(PIP) install -q --no-deps -c constraints.txt lerobot==0.4.4

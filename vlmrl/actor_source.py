@@ -62,6 +62,13 @@ class _Slot:
     """Monotonic time its current episode started (its last result, or its first request when idle)."""
     killed: bool = False
     """Killed for a timeout; its requests in flight will fail (and be counted) before it gets more."""
+    restarts: int = 0
+    """Times it died (or was killed) while up."""
+    episodes_since_start: int = 0
+    """Episodes it returned since it was last (re)started."""
+    starting: bool = True
+    """Not yet returned an episode since it was (re)started: its imports and env take seconds, which do
+    not count against ``episode_timeout_s``."""
 
 
 @dataclass
@@ -114,7 +121,11 @@ class ActorEpisodes:
         for i in range(num_actors):
             name = f"{run_name}/env-{i}"
             handle = remote.options(  # type: ignore[attr-defined]
-                name=name, namespace=NAMESPACE, num_cpus=ray_cfg.actor_cpus, max_restarts=-1, max_task_retries=0
+                name=name,
+                namespace=NAMESPACE,
+                num_cpus=ray_cfg.actor_cpus,
+                max_restarts=-1,
+                max_task_retries=0,
             ).remote(make_env, sim_cfg, policy, stored_keys, seed_base)
             self.slots.append(_Slot(name, handle))
         self.counters = ActorCounters()
@@ -181,18 +192,24 @@ class ActorEpisodes:
                 slot.busy_since = time.monotonic()
                 slot.killed = slot.killed and bool(slot.in_flight)
                 try:
-                    return ray.get(ref)
+                    result = ray.get(ref)
                 except ray.exceptions.RayActorError:  # died (SIGKILL, OOM) or was killed: Ray restarts it
                     self.counters.lost_episodes += 1
+                    slot.restarts += 0 if slot.starting else 1
+                    slot.starting, slot.episodes_since_start = True, 0
                     self._submit()
                     continue
+                slot.starting = False
+                slot.episodes_since_start += 1
+                return result
             self._kill_stuck()
 
     def _kill_stuck(self) -> None:
         """Kill (Ray then restarts it) each actor busy with one episode for over ``episode_timeout_s``."""
         now = time.monotonic()
         for slot in self.slots:
-            if slot.in_flight and not slot.killed and now - slot.busy_since > self.cfg.episode_timeout_s:
+            stuck = now - slot.busy_since > self.cfg.episode_timeout_s
+            if slot.in_flight and stuck and not (slot.killed or slot.starting):
                 self.counters.timeouts += 1
                 slot.killed = True  # its requests fail with RayActorError and are counted lost then
                 ray.kill(slot.handle, no_restart=False)
@@ -205,7 +222,7 @@ class ActorEpisodes:
         """Stop the actors (their episodes in flight are dropped, as after a crash)."""
         for slot in self.slots:
             ray.kill(slot.handle, no_restart=True)
-        self.slots = []
+            slot.in_flight.clear()
 
 
 def version_counts(versions: np.ndarray) -> dict[int, int]:

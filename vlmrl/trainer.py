@@ -264,7 +264,7 @@ class Trainer:
         if cfg.prior_data is not None and state.prior_episodes_added < 0:
             self._add_prior_data(cfg.prior_data)
         self._take_snapshot()
-        episodes = self._episode_source()
+        episodes = self.episode_source()
         try:
             with (
                 TrainProgress(cfg.total_steps, state.step, enabled=cfg.progress) as progress,
@@ -286,7 +286,7 @@ class Trainer:
                 self.actors.close()
         return self._finish(interrupted)
 
-    def _episode_source(self) -> Any:
+    def episode_source(self) -> Any:
         """The run's experience source: its own env, or (``--actors N``) N Ray env actors."""
         cfg = self.cfg
         seed_base = cfg.seed * TRAIN_SEED_STRIDE
