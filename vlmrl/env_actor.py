@@ -65,6 +65,9 @@ class EnvActor:
 
         torch.set_num_threads(1)  # one core per actor: more threads per process is slower on shared cores
         os.environ.setdefault("MUJOCO_GL", "egl")
+        os.environ.setdefault(
+            "LP_NUM_THREADS", "1"
+        )  # Mesa llvmpipe (no GPU): render on this actor's core only
         from agents.sac import SAC
 
         self.env = make_env(sim_cfg)
