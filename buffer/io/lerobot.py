@@ -4,7 +4,7 @@ them, export buffer episodes as a LeRobotDataset v3.0.
 Name mapping: `observation.state` <-> `state`, `observation.images.<cam>` <-> `pixels/<cam>`, other
 `observation.<key>` <-> `<key>`, `action`, `next.reward` <-> `reward`, `next.done`/`next.truncated`,
 `info.<key>` <-> `info/<key>` (a native `next.success` becomes `info/success`, shifted to the frame it
-describes). A LeRobot frame carries an action; its last frame has no successor, so on import the last
+describes; the last frame's, whose transition is dropped, goes to the final observation). A LeRobot frame carries an action; its last frame has no successor, so on import the last
 frame becomes the episode's final observation and its action/reward are dropped (T frames -> T - 1
 transitions). Export writes all T + 1 rows, the final one with `next.done` set and the last
 transition's action repeated: actions are (absolute) targets, so the final frame says "hold the last
@@ -162,7 +162,11 @@ def _add(buffer: ReplayBuffer, episode: LeRobotEpisode, reader: LeRobotReader, r
         if f"info.{key}" in cols:
             info[key] = cols[f"info.{key}"].reshape(-1)
         elif key == "success" and "next.success" in cols:
-            info[key] = np.concatenate([[0.0], cols["next.success"].reshape(-1)[:t]])
+            success = cols["next.success"].reshape(-1).astype(np.float64)
+            info[key] = np.concatenate([[0.0], success[:t]])
+            # LeRobot's recorders often mark success on the last frame only; its transition is dropped,
+            # so the final observation carries it (as terminated does above).
+            info[key][-1] = max(info[key][-1], success[t])
     buffer.add_episode(
         {k: v for k, v in obs.items() if k in buffer.obs_keys},
         cols["action"].reshape(episode.length, -1)[:t],

@@ -55,7 +55,9 @@ class LeRobotReader:
             raise BufferError(f"{info_path}: 'fps' must be a positive number, got {fps!r}")
         self.fps = float(fps)
         self.features: dict[str, dict[str, Any]] = _check_features(self.info.get("features"), info_path)
-        for key in ("data_path", *(("video_path",) if self.frame_keys else ())):
+        # LeRobot leaves video_path null when every camera is stored as images (PNG in the parquet files).
+        has_videos = any(f["dtype"] == "video" for f in self.features.values())
+        for key in ("data_path", *(("video_path",) if has_videos else ())):
             if not isinstance(self.info.get(key), str):
                 raise BufferError(f"{info_path}: {key!r} must be a path template string")
 
