@@ -17,8 +17,9 @@ import numpy as np
 from buffer.config import BufferConfig, UniformSamplerConfig
 from buffer.errors import BufferError
 from buffer.factory import make_sampler
+from buffer.metadata import read_store_metadata
 from buffer.replay_buffer import ReplayBuffer
-from buffer.spec import ObsSpec, build_specs
+from buffer.spec import ArraySpec, ObsSpec, build_specs
 from buffer.storage.integrity import intact_episodes
 from buffer.storage.zarr_store import ZarrStorage
 
@@ -82,15 +83,31 @@ def load_prior_episodes(path: str, target: ReplayBuffer, *, skip_corrupt: bool) 
         `skip_corrupt`, and the caller reports them (`integrity.describe_skipped`).
 
     Raises:
-        BufferError: no store at `path`, other arrays than `target` holds, or (without `skip_corrupt`) a
-            damaged episode, named in one line.
+        BufferError: no store at `path`, one without an array `target` holds (it may hold more: only
+            `target`'s are copied), or (without `skip_corrupt`) a damaged episode, named in one line.
     """
     if "://" not in path and not (Path(path) / "zarr.json").is_file():
         raise BufferError(f"{path}: no zarr store here (no zarr.json)")
-    storage = ZarrStorage.open_or_create(path, target.storage.specs, capacity=2, on_damage="record")
+    specs = target.storage.specs if "://" in path else recorded_specs(path, target)
+    storage = ZarrStorage.open_or_create(path, specs, capacity=2, on_damage="record")
     try:
         source = ReplayBuffer(target.cfg, storage, make_sampler(UniformSamplerConfig(), storage.capacity))
         episodes, skipped = intact_episodes(storage, skip_corrupt=skip_corrupt)
         return copy_episodes(source, target, episodes), skipped
     finally:
         storage.close()
+
+
+def recorded_specs(path: str, target: ReplayBuffer) -> dict[str, ArraySpec]:
+    """The array specs of the store at ``path``, which must hold every array ``target`` stores; a
+    recording may hold more (joint keys beside the state, say), and only ``target``'s are copied.
+
+    Raises:
+        BufferError: the store lacks one of ``target``'s observation or info arrays (named).
+    """
+    meta = read_store_metadata(path)
+    missing = [k for k in target.obs_keys if k not in meta.obs_spec]
+    missing += [f"info/{k}" for k in target.info_keys if k not in meta.info_keys]
+    if missing:
+        raise BufferError(f"{path}: the store has no {missing[0]!r}, which the buffer it goes into stores")
+    return build_specs(meta.obs_spec, meta.action_dim, meta.info_keys)
