@@ -77,6 +77,9 @@ class OfflineConfig:
     """Continue the run in this directory from its checkpoint (its saved config is used)."""
     torch_threads: int = 1
     """Torch threads of the learner."""
+    then_online_steps: int = 0
+    """``vlmrl train --then-online``: env steps of the online run that follows (kept so a resumed offline
+    run goes on to it); the offline run itself does not read it."""
 
 
 def select_obs_keys(policy_obs: str, available: list[str], source: str) -> list[str]:
@@ -368,6 +371,13 @@ def write_offline_curves(history: list[dict[str, float]], path: Path) -> Path:
 
 def main(cfg: OfflineConfig) -> int:
     """Train (or resume) an offline run; prints where its files are."""
+    run_offline(cfg)
+    return 0
+
+
+def run_offline(cfg: OfflineConfig) -> OfflineRun:
+    """Train (or resume) an offline run to its budget (or ``stop_after_steps``); prints where its files
+    are and returns the run (its ``run_dir``, ``step`` and, resumed, its saved ``cfg``)."""
     import torch
 
     torch.set_num_threads(cfg.torch_threads)
@@ -403,7 +413,7 @@ def main(cfg: OfflineConfig) -> int:
     print(f"vlmrl train --offline: {run.summary_line()} in {time.monotonic() - started:.0f} s")
     for label, path in outputs.items():
         print(f"  {label:<10} {path}")
-    return 0
+    return run
 
 
 def dataclass_from_dict(cls: Any, data: dict[str, Any]) -> Any:
@@ -451,6 +461,7 @@ def from_train_config(cfg: Any) -> OfflineConfig:
         run_dir=cfg.run_dir,
         resume=cfg.resume,
         torch_threads=cfg.torch_threads,
+        then_online_steps=cfg.then_online,
     )
 
 

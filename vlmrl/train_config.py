@@ -181,6 +181,13 @@ class TrainConfig:
     Ray is not imported."""
     ray: RayConfig = RayConfig()
     """With ``--actors``: the cluster and how the actors are fed."""
+    then_online: int = 0
+    """With ``--offline``: then this many env steps of SAC in the twin the data was recorded in, starting
+    from the offline agent, the data being the prior part of each batch (vlmrl/offline_handover.py); the
+    online run goes to ``<offline run>/online``. 0: offline only."""
+    agent_from: Path | None = None
+    """Start SAC from this offline run's agent (``vlmrl train --offline``'s directory): its encoder, actor
+    and Q-networks are handed over (agents/handover.py); the network sizes are the offline agent's."""
 
 
 @dataclass(frozen=True)
@@ -269,6 +276,10 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
         raise ConfigError(f"demo_episodes must be >= 0, got {cfg.demo_episodes}")
     if not 0.0 <= cfg.prior_share <= 1.0:
         raise ConfigError(f"prior_share must be in [0, 1], got {cfg.prior_share}")
+    if cfg.agent_from is not None and cfg.asymmetric_critic:
+        raise ConfigError(
+            "agent_from: an offline agent's Q-networks read no privileged state; drop --asymmetric-critic"
+        )
     if cfg.asymmetric_critic and cfg.policy_obs != "robot":
         raise ConfigError(
             "asymmetric_critic needs --policy-obs robot (with state the actor reads it already)"

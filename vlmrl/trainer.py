@@ -105,6 +105,8 @@ class Trainer:
             self.action_space,
             privileged_keys=self.privileged_keys,
         )
+        if cfg.agent_from is not None and checkpoint is None:
+            self._start_from_offline_agent(cfg.agent_from)
         self.link: ScoringLink | None = None
         self.scorer_id = ""
         if cameras:
@@ -159,6 +161,19 @@ class Trainer:
         self._snapshot: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------------------------ building
+    def _start_from_offline_agent(self, run_dir: Path) -> None:
+        """Hand the offline run's IQL networks over to this run's SAC (``agents.handover``)."""
+        from agents.handover import load_iql_into_sac
+        from vlmrl.offline_handover import load_offline_agent
+
+        offline = load_offline_agent(run_dir, "--agent-from")
+        if normalized(offline.obs_spec) != normalized(self.policy_obs_spec):
+            raise ConfigError(
+                f"--agent-from {run_dir}: its policy reads {describe_spec(offline.obs_spec)}, this run's would read "
+                f"{describe_spec(self.policy_obs_spec)} (match --policy-obs, the cameras and the image size)"
+            )
+        load_iql_into_sac(self.agent, offline.state, (offline.action_low, offline.action_high))
+
     def _calibrated(self, scorer: Scorer, resuming: bool) -> Scorer:
         """``scorer`` through the run's score calibration: a new run reads ``--score-calibration`` and keeps
         a copy in the run directory, a resume reads the copy. Closes ``scorer`` when the file is refused."""
@@ -183,6 +198,12 @@ class Trainer:
     ) -> Trainer:
         """A new run; refuses a directory that already holds a checkpoint (use --resume)."""
         check_config(cfg)
+        if cfg.agent_from is not None:  # the networks are the offline agent's (config.json says so)
+            from agents.handover import sac_config_for
+            from vlmrl.offline_handover import load_offline_agent
+
+            offline = load_offline_agent(cfg.agent_from, "--agent-from")
+            cfg = dataclasses.replace(cfg, agent=sac_config_for(offline.config.agent, cfg.agent))
         if cfg.sim.cameras and scorer is None:
             from vlm import check_reachable
 
@@ -515,6 +536,16 @@ def check_prior_data(path: Path, obs_spec: dict[str, Any], action_dim: int) -> N
             f"--prior-data {path}: {k!r} is {have} there, this run stores {want} (record it with the same "
             "cameras, image size and --policy-obs)"
         )
+
+
+def normalized(spec: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], str]]:
+    """An observation spec as (shape of ints, dtype name) per key, for comparing specs of any origin."""
+    return {k: (tuple(int(n) for n in shape), np.dtype(dtype).name) for k, (shape, dtype) in spec.items()}
+
+
+def describe_spec(spec: dict[str, Any]) -> str:
+    """``key shape`` pairs of an observation spec, for one-line errors."""
+    return ", ".join(f"{k} {tuple(shape)}" for k, (shape, _) in spec.items())
 
 
 def policy_keys(policy_obs: str, cameras: list[str]) -> list[str]:

@@ -13,45 +13,12 @@ import torch
 import zarr
 
 from agents.config import IQLConfig, PixelEncoderConfig
-from robot.config import ArmConfig, LeRobotEnvConfig, WatchdogConfig
-from vlm.config import OracleConfig
 from vlmrl import cli
 from vlmrl.datasets import label_rewards, load_episodes
 from vlmrl.errors import ConfigError
 from vlmrl.offline import OfflineConfig, main
-from vlmrl.pipelines import record, score
 
 TINY = IQLConfig(hidden_dims=(16, 16), pixel=PixelEncoderConfig(channels=4, num_layers=2, feature_dim=8))
-
-
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory):
-    """A twin recording (scripted expert, 3 episodes of 10 steps, 32 px) scored by the oracle."""
-    root = tmp_path_factory.mktemp("offline")
-    cfg = record.Config(
-        robot=ArmConfig(type="sim_so101", cameras=("front",), calibration_dir=str(root / "calib")),
-        env=LeRobotEnvConfig(
-            control_hz=200.0,
-            max_episode_steps=10,
-            image_size=32,
-            reset_settle_steps=1,
-            keyboard_estop=False,
-            watchdog=WatchdogConfig(enabled=False),
-        ),
-        twin_control_hz=20.0,
-        out_dir=root / "rec",
-        source="scripted",
-        episodes=3,
-    )
-    assert record.main(cfg) == 0
-    for data in (root / "rec" / "episodes.zarr", root / "rec" / "lerobot"):
-        assert (
-            score.main(
-                score.Config(episodes=data, scorer=OracleConfig(), out_dir=root / f"report-{data.name}")
-            )
-            == 0
-        )
-    return root / "rec"
 
 
 def offline_cfg(data, run_dir, **overrides) -> OfflineConfig:
@@ -209,3 +176,47 @@ def test_sparse_reward_marks_transitions_that_reach_success(recorded):
     with pytest.raises(ConfigError, match="expected sparse, aux"):
         label_rewards(episodes, "dense")
     assert dataclasses.is_dataclass(OfflineConfig())
+
+
+@pytest.mark.parametrize("camera_dtype", ["video", "image"])
+def test_offline_on_a_dataset_written_by_lerobots_own_recorder(tmp_path, camera_dtype):
+    """A LeRobotDataset v3.0 made by lerobot's LeRobotDataset.create / add_frame / save_episode (its
+    recorder's API), cameras as AV1 video or as PNG images (video_path null), success marked on the last
+    frame only, as LeRobot's recorders do."""
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    motors = [
+        f"{m}.pos"
+        for m in ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
+    ]
+    features = {
+        "observation.state": {"dtype": "float32", "shape": (6,), "names": motors},
+        "action": {"dtype": "float32", "shape": (6,), "names": motors},
+        "observation.images.front": {"dtype": camera_dtype, "shape": (32, 32, 3), "names": ["height", "width", "channels"]},
+        "next.success": {"dtype": "bool", "shape": (1,), "names": None},
+    }  # fmt: skip
+    root = tmp_path / "native"
+    dataset = LeRobotDataset.create(
+        "local/native", fps=20, features=features, root=root, robot_type="so101_follower",
+        use_videos=camera_dtype == "video",
+    )  # fmt: skip
+    rng = np.random.default_rng(0)
+    for episode in range(3):
+        for frame in range(8):
+            dataset.add_frame({
+                "observation.state": rng.normal(size=6).astype(np.float32),
+                "action": rng.normal(size=6).astype(np.float32),
+                "observation.images.front": rng.integers(0, 256, (32, 32, 3), dtype=np.uint8),
+                "next.success": np.array([episode == 0 and frame == 7]),
+                "task": "Pick up the red cube.",
+            })  # fmt: skip
+        dataset.save_episode()
+    dataset.finalize()
+    assert json.loads((root / "meta" / "info.json").read_text())["codebase_version"] == "v3.0"
+    episodes = load_episodes(root)
+    assert episodes.num_episodes == 3 and episodes.action.shape == (24, 6)
+    assert episodes.episode_success().tolist() == [True, False, False]  # the last frame's success is kept
+    run = tmp_path / "run"
+    assert cli.main(["train", "--offline", str(root), *cli_args(run)]) == 0
+    history = torch.load(run / "checkpoint.pt", weights_only=False)["history"]
+    assert {"action_mae", "value_auc"} <= set(history[-1]) and (run / "policy.pt").is_file()

@@ -2,6 +2,10 @@
 
     vlmrl finetune --from runs/train/so101-lift                                  # on the twin
     vlmrl finetune --from runs/train/so101-lift --robot.type so101_follower --robot.port /dev/ttyACM0
+    vlmrl finetune --from runs/offline-lerobot --robot.type so101_follower ...    # from offline RL
+
+An offline run (``vlmrl train --offline DATA --policy-obs robot`` on the arm's recordings) starts it too:
+its IQL networks are handed over to SAC (``agents.handover``, ``vlmrl.offline_handover``).
 
 The agent (actor, critics, temperature, normaliser) starts from ``RUN_DIR/checkpoint/state.pt``. Each
 episode runs at the fixed control rate through the safety layer; gradient updates happen between
@@ -64,7 +68,8 @@ class Config(RobotEnvConfig):
     """vlmrl finetune: fine-tune a sim-trained policy on a robot (or its twin)."""
 
     from_run: Annotated[Path, tyro.conf.arg(name="from")]
-    """Run directory of ``vlmrl train`` holding checkpoint/state.pt."""
+    """Run directory of ``vlmrl train`` holding checkpoint/state.pt, or of ``vlmrl train --offline`` (its
+    IQL agent handed over to SAC; trained with ``--policy-obs robot`` on a robot's recordings)."""
     out_dir: Path = Path("runs/finetune")
     """Holds buffer.zarr, checkpoint/, policy.pt, metrics.jsonl, safety.jsonl and config.json."""
     episodes: int = 10
@@ -95,7 +100,14 @@ class Config(RobotEnvConfig):
 def load_sim_run(run_dir: Path) -> dict[str, Any]:
     """The checkpoint of a ``vlmrl train`` run, read like a resume reads it (``vlmrl.checkpoint``: config
     fields added since it was written get their defaults); ConfigError naming the file if it is missing,
-    broken, or lacks the agent."""
+    broken, or lacks the agent. An offline run (``vlmrl train --offline``) gives the same entries, its
+    IQL agent handed over to SAC (``vlmrl.offline_handover.finetune_state``)."""
+    from vlmrl.offline import is_offline_run
+
+    if is_offline_run(run_dir):
+        from vlmrl.offline_handover import finetune_state
+
+        return finetune_state(run_dir)
     return load_checkpoint(run_dir, flag="--from", required=("config", "agent"))
 
 
@@ -116,6 +128,23 @@ def policy_obs_spec(state: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], n
         [f"pixels/{c}" for c in sim_cfg.cameras] if state["config"].policy_obs == "pixels" else []
     )
     return {k: full[k] for k in keys}
+
+
+def action_space_of(state: dict[str, Any]) -> Any:
+    """The action space the checkpointed agent was trained in: its recorded bounds (an offline run's),
+    else the sim run's env's."""
+    import gymnasium as gym
+
+    from sim import make_env
+
+    if "action_bounds" in state:
+        low, high = state["action_bounds"]
+        return gym.spaces.Box(np.asarray(low, np.float32), np.asarray(high, np.float32))
+    sim_env = make_env(dataclasses.replace(state["config"].sim, cameras=()))
+    try:
+        return sim_env.action_space
+    finally:
+        sim_env.close()
 
 
 def make_sim_scorer(train: Any, from_run: Path, prompt: str) -> Any:
@@ -179,7 +208,6 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     from robot.contract import env_spec
     from robot.signals import interrupt_on_signals
     from robot.teleop import KeyboardJog, LeaderArm, OperatorKeys, leader_type_for
-    from sim import make_env
     from vlm import scorer_prompt
 
     if cfg.episodes < 1:
@@ -194,9 +222,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         )
     cfg = fit_to_sim_run(cfg, train)
     obs_spec = policy_obs_spec(state)
-    sim_env = make_env(dataclasses.replace(train.sim, cameras=()))
-    action_space: Any = sim_env.action_space  # the units the agent was trained in; the safety layer clips
-    sim_env.close()
+    action_space: Any = action_space_of(state)  # the units the agent was trained in; the safety layer clips
     resumed = load_finetune_checkpoint(cfg)
     # config.json is written once the robot, the policy fit and the store are checked; a run failing on
     # them leaves the previous run's files as they were (and removes an empty safety.jsonl/store it made).

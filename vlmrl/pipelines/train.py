@@ -47,8 +47,39 @@ def main(cfg: TrainConfig) -> int:
     from vlmrl import offline
 
     if cfg.offline is not None or (cfg.resume and offline.is_offline_run(Path(cfg.resume))):
-        return offline.main(offline.from_train_config(cfg))
+        return offline_then_online(cfg)
+    if cfg.then_online:
+        raise ConfigError("--then-online continues an offline run: give --offline DATA too")
     run(cfg)
+    return 0
+
+
+def offline_then_online(cfg: TrainConfig) -> int:
+    """The offline run (new or resumed), then, with ``--then-online`` (given now or when the run started),
+    the online run in its ``online`` directory (resumed when it has a checkpoint already)."""
+    from vlmrl import offline
+    from vlmrl.checkpoint import checkpoint_dir
+    from vlmrl.offline_handover import ONLINE_DIR, online_config, twin_sim_config
+
+    if cfg.then_online < 0:
+        raise ConfigError(f"--then-online {cfg.then_online}: expected a number of env steps >= 0")
+    if cfg.then_online and cfg.offline is not None:
+        twin_sim_config(cfg.offline)  # refuses data from elsewhere before the offline run, not after it
+    done = offline.run_offline(offline.from_train_config(cfg))
+    steps = cfg.then_online or done.cfg.then_online_steps
+    if not steps:
+        return 0
+    if done.step < done.cfg.gradient_steps:
+        print(
+            f"vlmrl train: the online part follows when the offline run is complete: --resume {done.run_dir}"
+        )
+        return 0
+    online_dir = done.run_dir / ONLINE_DIR
+    if checkpoint_dir(online_dir).exists():
+        run(dataclasses.replace(cfg, resume=str(online_dir)))
+    else:
+        print(f"vlmrl train: offline run done; {steps:,} online steps from its agent in {online_dir}")
+        run(online_config(cfg, done.run_dir, steps))
     return 0
 
 
