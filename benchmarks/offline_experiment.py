@@ -5,6 +5,16 @@ rewards, behaviour cloning as the floor (issue #16; Lee et al. 2025, shared/seed
     python benchmarks/offline_experiment.py run --out results/offline --seeds 0 1 2 --variants bc sparse ...
     python benchmarks/offline_experiment.py analyse --out results/offline         # table.md, curves.png, summary.json
 
+The learned pixel scorer as the labeller (``vlm-learned`` variants): a student (``vlmrl scorer fit``)
+distils the oracle on 20 labelled episodes recorded with the same recipe from other seeds, then scores
+the dataset (its id: ``learned-student-oracle``)::
+
+    python benchmarks/offline_experiment.py build --out /tmp/offline-label --expert 8 --noisy 8 --random 4 --seed 1000
+    python -m vlmrl scorer fit /tmp/offline-label/episodes.zarr --out /tmp/offline-data/student-oracle.pt \
+        --labels teacher --clip-length 2 --clip-stride 2 --num-frames 2 --no-progress teacher:oracle
+    python -m vlmrl score /tmp/offline-data/episodes.zarr --clip-length 2 --clip-stride 2 --aux.kind scaled \
+        --out-dir /tmp/offline-data/score-learned scorer:learned --scorer.path /tmp/offline-data/student-oracle.pt
+
 ``build`` records the twin's scripted expert, the expert with Gaussian action noise and uniform-random
 actions into a vlmrl zarr store (front camera, so a scorer can judge the clips; the sim config is stored,
 so ``vlmrl train --offline`` evaluates in the twin), then runs ``vlmrl score`` with the oracle scorer at
@@ -39,6 +49,8 @@ VARIANTS = {
     "vlm-noise0.2": ("scorer:oracle-noise0.2", False),
     "sparse+vlm": ("sparse+scorer:oracle", False),
     "sparse+vlm-noise0.2": ("sparse+scorer:oracle-noise0.2", False),
+    "vlm-learned": ("scorer:learned-student-oracle", False),
+    "sparse+vlm-learned": ("sparse+scorer:learned-student-oracle", False),
 }
 """Variant -> (--reward, behaviour cloning)."""
 
@@ -182,7 +194,10 @@ def welch_p(a: list[float], b: list[float]) -> float:
 
 def analyse(args: argparse.Namespace) -> None:
     out = Path(args.out)
-    results = [json.loads(p.read_text()) for p in sorted((out / "runs").glob("*/result.json"))]
+    # Committed results (per_run/) and runs finished here (runs/, git-ignored); a run here wins.
+    found = {p.stem: p for p in sorted((out / "per_run").glob("*.json"))}
+    found |= {p.parent.name: p for p in sorted((out / "runs").glob("*/result.json"))}
+    results = [json.loads(p.read_text()) for _, p in sorted(found.items())]
     by_variant: dict[str, list[dict]] = {}
     for r in results:
         by_variant.setdefault(r["variant"], []).append(r)
