@@ -83,3 +83,13 @@ def test_vlmrl_train_scores_through_the_pool_with_one_setting(ray_address: str, 
     assert main(cfg) == 0
     last = load_checkpoint(tmp_path / "run")["loop"].train_log[-1]
     assert last["scorer/scored"] > 0 and last["scorer/failures"] == last["scorer/backlog"] == 0
+
+
+def test_a_scorer_without_actors_does_not_import_ray() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys; from vlm import OracleConfig, make_scorer; make_scorer(OracleConfig()).close(); "
+    code += "assert 'ray' not in sys.modules, 'ray imported'"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
