@@ -102,19 +102,21 @@ class ScorerPool:
             return np.zeros(0, np.float32)
         first = next(self._turn)
         chunks = [c for c in np.array_split(np.arange(len(batch)), len(self._actors)) if c.size]
-        held: list[int] = []
         refs = []
-        try:
-            for i, chunk in enumerate(chunks):
-                index = (first + i) % len(self._actors)
-                self._slots[index].acquire()
-                held.append(index)
-                refs.append(self._actors[index].score.remote([batch[j] for j in chunk], prompt))
-            scores = self._get(refs)
-        finally:
-            for index in held:
-                self._slots[index].release()
-        return np.concatenate(scores).astype(np.float32)
+        for i, chunk in enumerate(chunks):
+            index = (first + i) % len(self._actors)
+            slot = self._slots[index]
+            slot.acquire()
+            try:
+                ref = self._actors[index].score.remote([batch[j] for j in chunk], prompt)
+            except BaseException:
+                slot.release()
+                raise
+            # Freed when this actor answers (or dies), not when the whole call ends: a call waiting for a
+            # slot holds none that waits on it, so concurrent calls (rotating start actors) cannot deadlock.
+            ref.future().add_done_callback(lambda _, slot=slot: slot.release())
+            refs.append(ref)
+        return np.concatenate(self._get(refs)).astype(np.float32)
 
     def _get(self, refs: list[Any]) -> list[Any]:
         """ray.get with Ray's failures turned into one-line VLMErrors."""

@@ -6,6 +6,7 @@ import os
 import signal
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -21,12 +22,16 @@ def clip(progress: float) -> Clip:
 
 
 def test_pool_spreads_clips_over_its_actors_and_scores_like_the_backend(ray_address: str) -> None:
-    pool = make_scorer(OracleConfig(ray=ScorerRayConfig(actors=2, cpus_per_actor=0.1)))
+    pool = make_scorer(OracleConfig(ray=ScorerRayConfig(actors=2, cpus_per_actor=0.1, max_in_flight=1)))
     try:
         assert isinstance(pool, Scorer) and pool.scorer_id == "oracle"
         progress = np.linspace(0.0, 1.0, 5, dtype=np.float32)
         scores = pool.score([clip(p) for p in progress], PROMPT)
         assert scores.dtype == np.float32 and np.array_equal(scores, progress)
+        # Calls from several threads, one request in flight per actor: all answered, each its own clips.
+        with ThreadPoolExecutor(4) as threads:
+            results = list(threads.map(lambda p: pool.score([clip(p), clip(1 - p)], PROMPT), progress))
+        assert all(np.array_equal(r, np.float32([p, 1 - p])) for r, p in zip(results, progress))
         assert pool.score([], PROMPT).shape == (0,)
         assert len(set(pool.actor_pids())) == 2
         with pytest.raises(VLMError, match=r"scorer actor: the oracle scorer needs clip info\['progress'\]"):
