@@ -78,16 +78,15 @@ def test_a_killed_scorer_actor_sends_its_clips_to_the_backlog_and_is_restarted(r
         pool.close()
 
 
-def test_vlmrl_train_scores_through_the_pool_with_one_setting(ray_address: str, tmp_path) -> None:
-    from tests.vlmrl.test_train import with_camera
-    from vlmrl.checkpoint import load_checkpoint
-    from vlmrl.pipelines.train import main
+def test_vlmrl_train_takes_the_pool_as_a_scorer_option() -> None:
+    # The pool is a Scorer that make_scorer returns (tested above), so the verbs need only the option.
+    import tyro
 
-    scorer = OracleConfig(ray=ScorerRayConfig(actors=2, cpus_per_actor=0.1))  # --scorer.ray.actors 2
-    cfg = with_camera(tmp_path / "run", scorer=scorer, total_steps=100, checkpoint_every_steps=100)
-    assert main(cfg) == 0
-    last = load_checkpoint(tmp_path / "run")["loop"].train_log[-1]
-    assert last["scorer/scored"] > 0 and last["scorer/failures"] == last["scorer/backlog"] == 0
+    from vlmrl.pipelines import train
+
+    argv = ["scorer:oracle", "--scorer.ray.actors", "2", "--scorer.ray.gpus-per-actor", "0.5"]
+    cfg = tyro.cli(train.Config, args=argv)
+    assert cfg.scorer.ray == ScorerRayConfig(actors=2, gpus_per_actor=0.5)
 
 
 def test_a_scorer_without_actors_does_not_import_ray() -> None:
