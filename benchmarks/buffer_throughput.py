@@ -6,7 +6,11 @@ random 256-transition batches of state only and of pixels (obs + next_obs frames
 insertion. The zarr frame cache gets at most 10% of the raw frame bytes, so reads mostly hit the disk
 path (through the OS page cache, which is warm right after filling: also printed cold). The two
 storages are sampled in alternating rounds so load from other processes hits both alike.
-Targets: state_ratio >= 0.8, pixel_ratio >= 0.1 (stretch 0.25), rss bounded by the budget.
+The same episodes then go to a lossy JPEG store (`frame_codec="jpeg"`, default quality):
+`lossy_bytes_per_frame` (target <= 1/5 of the 21,168 raw bytes) and `lossy_pixel_ratio` against the RAM
+buffer, measured the same way.
+Targets: state_ratio >= 0.8, pixel_ratio >= 0.1 (stretch 0.25), rss bounded by the budget,
+lossy_raw_fraction <= 0.2, lossy_pixel_ratio >= 0.1.
 
     .venv/bin/python benchmarks/buffer_throughput.py --quick --json runs/bench/buffer_throughput.json
     .venv/bin/python benchmarks/buffer_throughput.py --frames 1000000 --cache-mb 2048   # the full run
@@ -15,6 +19,7 @@ Targets: state_ratio >= 0.8, pixel_ratio >= 0.1 (stretch 0.25), rss bounded by t
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -133,6 +138,45 @@ def drop_page_cache(directory: Path) -> None:
             os.close(fd)
 
 
+def measure_lossy(
+    workdir: Path,
+    lossless_cfg: BufferConfig,
+    quality: int,
+    maker: EpisodeMaker,
+    episodes: int,
+    mbuf: ReplayBuffer,
+    seconds: float,
+) -> dict[str, float]:
+    """The same episodes in a JPEG store (`frame_codec="jpeg"`): disk bytes per frame, pixel batches/s
+    against the RAM buffer (alternating rounds), insertion rate and the round-trip error of one episode."""
+    cfg = dataclasses.replace(lossless_cfg, frame_codec="jpeg", frame_quality=quality)
+    buf = make_buffer(cfg, OBS_SPEC, ACTION_DIM, info_keys=(), path=str(workdir / "lossy.zarr"))
+    try:
+        insert = fill(buf, maker, episodes, "fill zarr (jpeg)")
+        pixel_dir = workdir / "lossy.zarr" / "pixels" / "front"
+        disk = sum(p.stat().st_size for p in pixel_dir.rglob("*") if p.is_file())
+        batches_per_s(lambda: buf.sample(BATCH), seconds / 2)  # fill the frame cache
+        z_pixels, m_pixels = interleaved(lambda: buf.sample(BATCH), lambda: mbuf.sample(BATCH), seconds)
+        last = episodes - 1
+        start, end = buf.episode_rows(last)
+        stored = buf.storage.read("pixels/front", np.arange(start, end)).astype(np.int16)
+        error = np.abs(stored - maker.make(last)["pixels/front"])
+    finally:
+        buf.close()
+    frames = episodes * EPISODE_ROWS
+    return {
+        "lossy_quality": quality,
+        "lossy_bytes_per_frame": disk / frames,
+        "lossy_raw_fraction": disk / frames / int(np.prod(FRAME_SHAPE)),
+        "lossy_zarr_pixel_batches_per_s": z_pixels,
+        "lossy_memory_pixel_batches_per_s": m_pixels,
+        "lossy_pixel_ratio": z_pixels / m_pixels,
+        "lossy_insert_frames_per_s": insert,
+        "lossy_mean_abs_error": float(error.mean()),
+        "lossy_p999_abs_error": float(np.percentile(error, 99.9)),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -146,6 +190,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=None, help="seconds per throughput figure")
     parser.add_argument(
         "--codec", default="none", choices=["none", "zstd", "blosc-lz4", "blosc-zstd-bitshuffle"]
+    )
+    parser.add_argument(
+        "--lossy-quality",
+        type=int,
+        default=BufferConfig().frame_quality,
+        help="JPEG quality of the lossy store (frame_codec=jpeg)",
     )
     parser.add_argument(
         "--read-threads", type=int, default=BufferConfig().read_threads, help="zarr read threads"
@@ -188,6 +238,7 @@ def main() -> None:
             lambda: zbuf.sample(BATCH, keys=("state",)), lambda: mbuf.sample(BATCH, keys=("state",)), seconds
         )
         z_pixels, m_pixels = interleaved(lambda: zbuf.sample(BATCH), lambda: mbuf.sample(BATCH), seconds)
+        lossy = measure_lossy(workdir, zarr_cfg, args.lossy_quality, maker, episodes, mbuf, seconds)
         mbuf.close()
 
         drop_page_cache(workdir / "store.zarr")
@@ -207,6 +258,7 @@ def main() -> None:
         "insert_frames_per_s": insert,
         "rss_mb": rss,
         "bytes_per_frame": disk / (episodes * EPISODE_ROWS),
+        **lossy,
     }
     table = Table(
         title=f"replay buffer, {frames} frames 84x84x3, cache {cache_bytes / 2**20:.0f} MiB, batch {BATCH}"

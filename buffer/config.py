@@ -107,10 +107,15 @@ class BufferConfig:
     """RAM budget of the zarr frame cache in bytes (decoded frames, least recently used dropped)."""
     frames_per_shard: int = 128
     """Frames per zarr shard file, at most 255 (each frame is its own inner chunk: one read, one pread)."""
-    frame_codec: Literal["none", "zstd", "blosc-lz4", "blosc-zstd-bitshuffle"] = "none"
-    """Frame compression. Camera noise barely compresses losslessly (84x84 with sigma-3 noise: 21.2 kB raw,
-    ~20 kB zstd, ~17 kB blosc-zstd-bitshuffle at ~3x the decode time), so `none` reads fastest;
-    noise-free sim renders shrink ~5x with `blosc-lz4`, which decodes fast."""
+    frame_codec: Literal["none", "zstd", "blosc-lz4", "blosc-zstd-bitshuffle", "jpeg"] = "none"
+    """Frame compression of a new zarr store (a reopened store keeps its own). Camera noise barely
+    compresses losslessly (84x84 with sigma-3 noise: 21.2 kB raw, ~20 kB zstd, ~17 kB
+    blosc-zstd-bitshuffle at ~3x the decode time), so `none` reads fastest; noise-free sim renders
+    shrink ~5x with `blosc-lz4`, which decodes fast. `jpeg` is lossy (every frame its own JPEG at
+    `frame_quality`, through imagecodecs): ~8x smaller at quality 90, readable by plain zarr-python
+    (README, "Lossy frames")."""
+    frame_quality: int = 90
+    """JPEG quality (1..100) of `frame_codec=jpeg`, recorded in the store; ignored by lossless codecs."""
     read_threads: int = 4
     """Threads reading the frames of one batch in parallel (preadv releases the GIL; cold reads wait on
     the disk, ~2x faster with 4 here); 0 or 1 reads inline."""

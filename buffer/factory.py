@@ -21,6 +21,7 @@ from buffer.replay_buffer import ReplayBuffer
 from buffer.samplers import PrioritizedSampler, Sampler, UniformSampler, VLMMixSampler
 from buffer.spec import ObsSpec, build_specs
 from buffer.storage.protocol import Storage
+from buffer.storage.shard_format import check_quality
 
 
 def _uniform(cfg: UniformSamplerConfig, capacity: int) -> Sampler:
@@ -90,6 +91,7 @@ def make_storage(
     episodes kept, a partial one discarded with a warning), otherwise created. For `memory`, a
     directory `path` holding a `MemoryStorage.save` is loaded."""
     specs = build_specs(obs_spec, action_dim, info_keys)
+    check_quality(cfg.frame_quality)
     attrs = {
         "obs_spec": {k: [list(shape), np.dtype(dt).str] for k, (shape, dt) in obs_spec.items()},
         "action_dim": int(action_dim),
@@ -126,6 +128,7 @@ def make_storage(
             attrs=attrs,
             frames_per_shard=cfg.frames_per_shard,
             frame_codec=cfg.frame_codec,
+            frame_quality=cfg.frame_quality,
             frame_cache_bytes=cfg.frame_cache_bytes,
             fsync=cfg.fsync,
             read_threads=cfg.read_threads,

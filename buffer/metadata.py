@@ -1,8 +1,9 @@
 """An episode store's metadata, read and validated in one place.
 
 A vlmrl zarr store keeps its metadata in the root group's ``zarr.json`` (zarr v3):
-``attributes.vlmrl_buffer`` (schema version, capacity, per-row array specs, the env spec the buffer was
-built for: ``obs_spec``, ``action_dim``, ``info_keys``) and, for recordings, ``attributes.vlmrl_record``
+``attributes.vlmrl_buffer`` (schema version, capacity, per-row array specs, frame codec and, for the
+lossy ``jpeg``, its ``frame_quality``, the env spec the buffer was built for: ``obs_spec``,
+``action_dim``, ``info_keys``) and, for recordings, ``attributes.vlmrl_record``
 (task description, control rate, robot and sim settings). Pipelines read it through
 ``read_store_metadata`` instead of parsing attributes by hand, so every malformed store (truncated
 JSON, another zarr format, a schema version that is not a number, missing keys) fails with one
@@ -14,12 +15,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
 from buffer.errors import BufferError
 from buffer.spec import SCHEMA_VERSION, ObsSpec
+from buffer.storage.shard_format import LOSSY_CODECS, FrameCodec
 
 ROOT_FILE = "zarr.json"
 """The zarr v3 root group's metadata file."""
@@ -43,6 +45,10 @@ class StoreMetadata:
     """Per-step info values stored as ``info/<key>`` (``success``, ``progress``, ...)."""
     record: dict[str, Any] = field(default_factory=dict)
     """The ``vlmrl_record`` attributes of a recording (empty for a training buffer)."""
+    frame_codec: str = "none"
+    """How frames are encoded (``BufferConfig.frame_codec``); ``jpeg`` is lossy."""
+    frame_quality: int | None = None
+    """JPEG quality of a lossy ``frame_codec``; None for lossless codecs."""
 
     @property
     def cameras(self) -> list[str]:
@@ -127,6 +133,17 @@ def read_store_metadata(path: Path | str) -> StoreMetadata:
     info_keys = _require_key(env, "info_keys", f"{where}.env")
     if not isinstance(info_keys, list) or not all(isinstance(k, str) for k in info_keys):
         raise BufferError(f"{where}.env.info_keys must be a list of strings, got {info_keys!r}")
+    frame_codec = buffer_meta.get("frame_codec", "none")
+    if frame_codec not in get_args(FrameCodec):
+        raise BufferError(
+            f"{where}.frame_codec: {frame_codec!r} is not a frame codec this code reads "
+            f"(one of {list(get_args(FrameCodec))})"
+        )
+    quality = None
+    if frame_codec in LOSSY_CODECS:
+        quality = _require_int(buffer_meta, "frame_quality", where, minimum=1)
+        if quality > 100:
+            raise BufferError(f"{where}.frame_quality must be <= 100, got {quality}")
     _check_arrays(root)
     record = attributes.get("vlmrl_record") or {}
     if not isinstance(record, dict):
@@ -142,6 +159,8 @@ def read_store_metadata(path: Path | str) -> StoreMetadata:
         action_dim=action_dim,
         info_keys=tuple(info_keys),
         record=dict(record),
+        frame_codec=frame_codec,
+        frame_quality=quality,
     )
 
 

@@ -42,6 +42,7 @@ def open_recorded(
         capacity=cfg.capacity_steps,
         frames_per_shard=cfg.frames_per_shard,
         frame_codec=cfg.frame_codec,
+        frame_quality=cfg.frame_quality,
         frame_cache_bytes=cfg.frame_cache_bytes,
         read_threads=cfg.read_threads,
         on_damage="record",

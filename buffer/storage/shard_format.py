@@ -4,7 +4,8 @@ A shard file starts with the index (index_location "start"): `chunks_per_shard` 
 uint64 (offset, nbytes), (2^64-1, 2^64-1) for an absent chunk, then the crc32c of those bytes (index
 codecs [bytes(little), crc32c]); the encoded inner chunks follow in any order, and bytes no index entry
 points at are allowed (the writer appends new frames and rewrites the index in place, compacting
-now and then). Inner chunks use the codecs [bytes, <compressor>?, crc32c], so every frame carries its
+now and then). Inner chunks use the codecs [bytes, <compressor>?, crc32c] (lossy: [jpeg, crc32c], see
+`buffer.storage.jpeg_codec`), so every frame carries its
 own checksum. Any zarr v3 client reads these shards; this module only lets the buffer write and pread
 them without zarr-python's per-chunk overhead (ARCHITECTURE, zarr 3 facts).
 """
@@ -17,8 +18,23 @@ import google_crc32c
 import numcodecs
 import numpy as np
 
+from buffer.errors import BufferError
+
 ABSENT = np.uint64(2**64 - 1)
-FrameCodec = Literal["none", "zstd", "blosc-lz4", "blosc-zstd-bitshuffle"]
+FrameCodec = Literal["none", "zstd", "blosc-lz4", "blosc-zstd-bitshuffle", "jpeg"]
+LOSSY_CODECS = ("jpeg",)
+"""Frame codecs that do not return the stored frame exactly (their quality is in the store metadata)."""
+
+
+DEFAULT_JPEG_QUALITY = 90
+"""Default quality of ``frame_codec="jpeg"``: ~8x smaller than raw 84x84 camera-like frames."""
+
+
+def check_quality(quality: object) -> int:
+    """``quality`` as an int in 1..100, or a one-line BufferError."""
+    if isinstance(quality, bool) or not isinstance(quality, int | np.integer) or not 1 <= quality <= 100:
+        raise BufferError(f"frame_quality must be an integer JPEG quality in 1..100, got {quality!r}")
+    return int(quality)
 
 
 MAX_FRAMES_PER_SHARD = 255
@@ -26,12 +42,19 @@ MAX_FRAMES_PER_SHARD = 255
 is a single-page write, which a killed process cannot leave half done."""
 
 
-def sharding_codec(codec: FrameCodec, frame_shape: tuple[int, ...]) -> Any:
-    """The zarr ShardingCodec of a frame array: one frame per inner chunk, index first."""
+def sharding_codec(
+    codec: FrameCodec, frame_shape: tuple[int, ...], quality: int = DEFAULT_JPEG_QUALITY
+) -> Any:
+    """The zarr ShardingCodec of a frame array: one frame per inner chunk, index first (`quality`: of
+    the lossy codecs)."""
     from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, ShardingCodec, ZstdCodec
 
     chain: list[Any] = [BytesCodec()]
-    if codec == "zstd":
+    if codec == "jpeg":
+        from buffer.storage.jpeg_codec import jpeg_serializer
+
+        chain = [jpeg_serializer(quality)]  # array -> bytes: replaces BytesCodec
+    elif codec == "zstd":
         chain.append(ZstdCodec(level=3))
     elif codec == "blosc-lz4":
         chain.append(BloscCodec(cname="lz4", clevel=5, shuffle="noshuffle", typesize=1))
@@ -49,11 +72,16 @@ def sharding_codec(codec: FrameCodec, frame_shape: tuple[int, ...]) -> Any:
 class ChunkCodec:
     """Encodes/decodes one inner chunk (a frame) exactly as the zarr codec chain above does."""
 
-    def __init__(self, codec: FrameCodec, frame_shape: tuple[int, ...]):
+    def __init__(self, codec: FrameCodec, frame_shape: tuple[int, ...], quality: int = DEFAULT_JPEG_QUALITY):
         self.frame_shape = frame_shape
         self.frame_bytes = int(np.prod(frame_shape))
-        self._compressor: Any = None
-        if codec == "zstd":
+        self._compressor: Any = None  # bytes -> bytes, after the frame's raw bytes
+        self._image: Any = None  # array -> bytes (replaces the raw bytes): JpegFrames
+        if codec == "jpeg":
+            from buffer.storage.jpeg_codec import JpegFrames
+
+            self._image = JpegFrames(quality, frame_shape)
+        elif codec == "zstd":
             self._compressor = numcodecs.Zstd(level=3)
         elif codec == "blosc-lz4":
             self._compressor = numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.NOSHUFFLE)
@@ -61,9 +89,14 @@ class ChunkCodec:
             self._compressor = numcodecs.Blosc(cname="zstd", clevel=3, shuffle=numcodecs.Blosc.BITSHUFFLE)
 
     @property
+    def is_lossy(self) -> bool:
+        """Decoded frames differ from the written ones (JPEG)."""
+        return self._image is not None
+
+    @property
     def is_raw(self) -> bool:
         """No compressor: a chunk is the frame's bytes then its crc32c."""
-        return self._compressor is None
+        return self._compressor is None and self._image is None
 
     def check_raw(self, frame_bytes: np.ndarray, crc: bytes | bytearray, nbytes_read: int) -> None:
         """ValueError unless an uncompressed chunk was read whole and matches its checksum."""
@@ -74,9 +107,12 @@ class ChunkCodec:
 
     def encode(self, frame: np.ndarray) -> bytes:
         """Chunk bytes of one uint8 frame."""
-        data = np.ascontiguousarray(frame).tobytes()
-        if self._compressor is not None:
-            data = bytes(self._compressor.encode(data))
+        if self._image is not None:
+            data = self._image.encode(frame)
+        else:
+            data = np.ascontiguousarray(frame).tobytes()
+            if self._compressor is not None:
+                data = bytes(self._compressor.encode(data))
         return data + np.uint32(google_crc32c.value(data)).tobytes()
 
     def decode_into(self, chunk: bytes, out: np.ndarray) -> None:
@@ -84,6 +120,9 @@ class ChunkCodec:
         body = chunk[:-4]
         if len(chunk) < 4 or google_crc32c.value(body) != int.from_bytes(chunk[-4:], "little"):
             raise ValueError("frame checksum mismatch")
+        if self._image is not None:
+            self._image.decode_into(body, out)
+            return
         try:
             self._compressor.decode(body, out=out)
         except Exception as exc:  # numcodecs raises RuntimeError/ValueError depending on the codec
@@ -91,6 +130,10 @@ class ChunkCodec:
 
     def decode(self, chunk: bytes) -> np.ndarray:
         """The frame in `chunk`; ValueError when the checksum or size is wrong."""
+        if self._image is not None:
+            frame = np.empty(self.frame_bytes, np.uint8)
+            self.decode_into(chunk, frame)
+            return frame.reshape(self.frame_shape)
         body, stored = chunk[:-4], chunk[-4:]
         if len(chunk) < 4 or np.uint32(google_crc32c.value(body)).tobytes() != stored:
             raise ValueError("frame checksum mismatch")

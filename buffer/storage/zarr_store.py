@@ -37,9 +37,17 @@ from buffer.spec import SCHEMA_VERSION, ArraySpec
 from buffer.storage.chunk_file import atomic_write, chunk_key, write_chunks
 from buffer.storage.frame_cache import FrameCache
 from buffer.storage.frame_file import FrameFile
+from buffer.storage.jpeg_codec import register_jpeg_codec
 from buffer.storage.protocol import check_column_name, column_fill
 from buffer.storage.ring import RingIndex
-from buffer.storage.shard_format import MAX_FRAMES_PER_SHARD, FrameCodec, sharding_codec
+from buffer.storage.shard_format import (
+    DEFAULT_JPEG_QUALITY,
+    LOSSY_CODECS,
+    MAX_FRAMES_PER_SHARD,
+    FrameCodec,
+    check_quality,
+    sharding_codec,
+)
 
 _SMALL_CHUNK_ROWS = 4096
 
@@ -69,6 +77,7 @@ class ZarrStorage:
         fsync: bool,
         read_threads: int = 0,
         on_damage: Literal["raise", "record"] = "raise",
+        frame_quality: int = DEFAULT_JPEG_QUALITY,
     ):
         self.group, self.root = group, root
         self.specs = dict(specs)
@@ -102,7 +111,15 @@ class ZarrStorage:
             if spec.is_frame and root is not None:
                 cache = FrameCache(frame_cache_bytes // max(1, len(frame_specs)), spec.shape)
                 self._frames[spec.name] = FrameFile(
-                    root, spec.name, spec.shape, frames_per_shard, frame_codec, cache, fsync, read_threads
+                    root,
+                    spec.name,
+                    spec.shape,
+                    frames_per_shard,
+                    frame_codec,
+                    cache,
+                    fsync,
+                    read_threads,
+                    frame_quality,
                 )
             elif not spec.is_frame:
                 self._small[spec.name] = self._load(spec.name)
@@ -128,12 +145,16 @@ class ZarrStorage:
         attrs: Mapping[str, Any] | None = None,
         frames_per_shard: int = 128,
         frame_codec: FrameCodec = "none",
+        frame_quality: int = DEFAULT_JPEG_QUALITY,
         frame_cache_bytes: int = 256 * 2**20,
         fsync: bool = False,
         read_threads: int = 0,
         on_damage: Literal["raise", "record"] = "raise",
     ) -> ZarrStorage:
         """Reopen the buffer store at `path` (capacity and layout from the store) or create it.
+
+        A new store's frames are encoded with `frame_codec` (`frame_quality`: JPEG quality of the lossy
+        `jpeg`), both recorded in the store; a reopened store keeps its own codec and quality.
 
         Opening checks that every committed row is there (`_check_frames`, `_load`): a missing or
         unreadable chunk or shard file of committed rows is damage. `on_damage="raise"` refuses such a
@@ -149,6 +170,8 @@ class ZarrStorage:
             raise BufferError(
                 f"frames_per_shard must be in 1..{MAX_FRAMES_PER_SHARD}, got {frames_per_shard}"
             )
+        if frame_codec in LOSSY_CODECS:
+            check_quality(frame_quality)
         root = _local_root(path)
         try:
             group = zarr.open_group(path, mode="a", zarr_format=3)
@@ -160,7 +183,7 @@ class ZarrStorage:
         if meta is None:
             if len(list(group.keys())):
                 raise BufferError(f"{path}: a zarr group that is not a vlmrl buffer store")
-            cls._create(group, specs, capacity, attrs or {}, frames_per_shard, frame_codec)
+            cls._create(group, specs, capacity, attrs or {}, frames_per_shard, frame_codec, frame_quality)
             meta = group.attrs["vlmrl_buffer"]
         if meta["schema_version"] > SCHEMA_VERSION:
             raise BufferError(
@@ -172,6 +195,8 @@ class ZarrStorage:
             diff = sorted(set(stored.items()) ^ set(wanted.items()))
             raise BufferError(f"{path}: the store holds other arrays than this env declares: {diff}")
         specs = {n: ArraySpec(n, shape, dt) for n, (shape, dt) in stored.items()}
+        if meta["frame_codec"] in LOSSY_CODECS:
+            register_jpeg_codec()  # zarr-python meets the codec in the arrays' metadata
         return cls(
             group,
             root,
@@ -183,10 +208,11 @@ class ZarrStorage:
             fsync,
             read_threads,
             on_damage,
+            int(meta.get("frame_quality", DEFAULT_JPEG_QUALITY)),
         )
 
     @staticmethod
-    def _create(group, specs, capacity, attrs, frames_per_shard, frame_codec) -> None:
+    def _create(group, specs, capacity, attrs, frames_per_shard, frame_codec, frame_quality) -> None:
         for spec in specs.values():
             if spec.is_frame:
                 shard = min(frames_per_shard, capacity)
@@ -195,7 +221,7 @@ class ZarrStorage:
                     shape=(capacity, *spec.shape),
                     chunks=(shard, *spec.shape),
                     dtype=spec.dtype,
-                    serializer=sharding_codec(frame_codec, spec.shape),
+                    serializer=sharding_codec(frame_codec, spec.shape, frame_quality),
                     compressors=None,
                     fill_value=0,
                 )
@@ -217,7 +243,7 @@ class ZarrStorage:
             compressors=[Crc32cCodec()],
         )
         group.attrs["commit"] = {"first_episode": 0, "first_row": 0, "num_episodes": 0, "inflight": None}
-        group.attrs["vlmrl_buffer"] = {
+        meta = {
             "schema_version": SCHEMA_VERSION,
             "capacity": capacity,
             "frames_per_shard": min(frames_per_shard, capacity),
@@ -227,6 +253,9 @@ class ZarrStorage:
             "layout": "rows on a ring: global row g at index g % capacity; episode e ends (exclusive) at "
             "episode_ends[e % len(episode_ends)]; live episodes and rows in attrs['commit']",
         }
+        if frame_codec in LOSSY_CODECS:
+            meta["frame_quality"] = frame_quality
+        group.attrs["vlmrl_buffer"] = meta
 
     def _load(self, name: str, every_chunk_written: bool = True) -> np.ndarray:
         """Array `name` into RAM. A chunk that fails to decode, or (`every_chunk_written`: the rows of

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from buffer.storage.shard_format import DEFAULT_JPEG_QUALITY, FrameCodec
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines.common import (
     RobotEnvConfig,
@@ -63,6 +64,11 @@ class Config(RobotEnvConfig):
     """Holds episodes.zarr (appended to across runs), lerobot/ (the export) and config.json."""
     capacity_steps: int = 100_000
     """Steps the zarr store holds (a new store only; the oldest episodes go first when full)."""
+    frame_codec: FrameCodec = "none"
+    """Frame compression of a new store (an existing one keeps its own); `jpeg` is lossy, ~8x smaller
+    (``buffer.BufferConfig.frame_codec``)."""
+    frame_quality: int = DEFAULT_JPEG_QUALITY
+    """JPEG quality (1..100) of ``--frame-codec jpeg``, recorded in the store."""
     export_lerobot: bool = True
     """Export every stored episode to ``out_dir/lerobot`` at the end."""
     skip_corrupt: bool = False
@@ -138,7 +144,12 @@ def main(cfg: Config) -> int:
             try:
                 buffer = open_episode_store(
                     store,
-                    BufferConfig(storage="zarr", capacity_steps=cfg.capacity_steps),
+                    BufferConfig(
+                        storage="zarr",
+                        capacity_steps=cfg.capacity_steps,
+                        frame_codec=cfg.frame_codec,
+                        frame_quality=cfg.frame_quality,
+                    ),
                     spec.obs_spec(),
                     spec.action_shape[0],
                     ("success", "progress"),
