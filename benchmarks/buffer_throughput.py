@@ -204,6 +204,7 @@ def main() -> None:
         "--dir", type=Path, default=None, help="where the zarr store goes (default: a temp dir)"
     )
     args = parser.parse_args()
+    load_at_start = os.getloadavg()[0]  # other processes' load: the figures are noisier above ~1
     frames = args.frames or (20_000 if args.quick else 200_000)
     seconds = args.seconds or (4.0 if args.quick else 10.0)
     episodes = frames // EPISODE_ROWS
@@ -259,6 +260,9 @@ def main() -> None:
         "rss_mb": rss,
         "bytes_per_frame": disk / (episodes * EPISODE_ROWS),
         **lossy,
+        "loadavg_1min_at_start": load_at_start,
+        "loadavg_1min_at_end": os.getloadavg()[0],
+        "cpu_count": os.cpu_count(),
     }
     table = Table(
         title=f"replay buffer, {frames} frames 84x84x3, cache {cache_bytes / 2**20:.0f} MiB, batch {BATCH}"

@@ -173,8 +173,12 @@ class WorkerConfig:
 
     batch_size: int = 8
     """Clips per score call."""
-    batch_wait_s: float = 0.05
-    """How long to wait for a fuller batch once one clip is waiting."""
+    batch_wait_s: float = 0.25
+    """How long to wait for a fuller batch once one clip is waiting. Clips that trickle in one at a time
+    (every ~50 ms on a twin rollout) then share a request: each HTTP request to a remote scorer costs the
+    training process ~1-2 ms of CPU (benchmarks/scoring.py, ``worker_cpu_ms_per_clip``), and a score
+    arriving 0.2 s later changes nothing for replay. Clips of a committed episode come together and
+    fill a batch at once."""
     max_backlog: int = 1024
     """Unscored clips kept; when full, the oldest unscored clip is dropped (and counted)."""
     backoff_s: float = 0.5

@@ -93,6 +93,7 @@ class ScoringWorker:
         self._backlog: deque[tuple[ClipRequest, float]] = deque()
         self._cond = threading.Condition()
         self._closed = False
+        self._draining = 0  # callers inside drain()
         self._in_flight = 0
         self._counts = dict.fromkeys(
             ("submitted", "scored", "dropped", "failures", "load_failures", "callback_failures"), 0
@@ -150,14 +151,20 @@ class ScoringWorker:
         return self._last_error
 
     def drain(self, timeout_s: float) -> bool:
-        """Waits until every submitted clip is scored, dropped or failed to load; False on timeout."""
+        """Waits until every submitted clip is scored, dropped or failed to load; False on timeout.
+        Meanwhile batches go out as they are, without waiting ``batch_wait_s`` for more clips."""
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            while self._backlog or self._in_flight:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not self._thread.is_alive():
-                    return False
-                self._cond.wait(remaining)
+            self._draining += 1  # nobody waits for a fuller batch while someone waits for the scores
+            self._cond.notify_all()
+            try:
+                while self._backlog or self._in_flight:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or not self._thread.is_alive():
+                        return False
+                    self._cond.wait(remaining)
+            finally:
+                self._draining -= 1
         return True
 
     def close(self, timeout_s: float = 30.0) -> None:
@@ -182,7 +189,7 @@ class ScoringWorker:
             if self._closed:
                 return None
             deadline = time.monotonic() + self.cfg.batch_wait_s
-            while len(self._backlog) < self.cfg.batch_size and not self._closed:
+            while len(self._backlog) < self.cfg.batch_size and not self._closed and not self._draining:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break

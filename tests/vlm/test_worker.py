@@ -142,3 +142,19 @@ def test_clip_request_from_buffer_ref():
     req = ClipRequest.from_ref(Ref())
     assert req == ClipRequest(clip_id=7, episode=1, start=4, length=8, stride=2, camera="wrist")
     assert req.last_step == 18
+
+
+def test_drain_sends_a_partial_batch_without_waiting_for_more_clips():
+    # batch_wait_s far beyond the drain timeout: drain can only succeed if the worker stops waiting
+    # for a fuller batch once someone waits for the scores (sync scoring).
+    rec = Recorder()
+    cfg = WorkerConfig(batch_size=8, batch_wait_s=600.0, backoff_s=0.001)
+    with ScoringWorker(make_scorer(OracleConfig()), "q", _load, rec, cfg) as w:
+        w.submit(_requests(3))
+        assert w.drain(60)
+        assert sorted(rec.ids) == [0, 1, 2]
+        w.submit(_requests(2, start_id=10))  # after a drain, partial batches wait again as configured
+        time.sleep(0.2)
+        assert w.metrics()["backlog"] == 2
+        assert w.drain(60)
+    assert sorted(rec.ids) == [0, 1, 2, 10, 11]
