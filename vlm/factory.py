@@ -35,8 +35,11 @@ def check_reachable(cfg: ScorerConfig) -> None:
 
     Local models: the path or hub id must resolve offline or online; servers: /v1/models must answer;
     a learned scorer: its file must exist and be one.
-    Cheap compared with loading the model; ``make_scorer`` calls it first.
+    Cheap compared with loading the model; ``make_scorer`` calls it first. A scorer in Ray actors
+    (``cfg.ray.actors``) is checked by its actors where they run (the model may live on those machines only).
     """
+    if cfg.ray.actors:
+        return
     if isinstance(cfg, HFConfig | CLIPConfig):
         from vlm.backends.loading import check_model_source
 

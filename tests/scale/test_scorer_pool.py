@@ -11,7 +11,17 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from vlm import Clip, ClipRequest, OracleConfig, Scorer, ScoringWorker, VLMError, WorkerConfig, make_scorer
+from vlm import (
+    Clip,
+    ClipRequest,
+    OracleConfig,
+    Scorer,
+    ScoringWorker,
+    VLMError,
+    WorkerConfig,
+    check_reachable,
+    make_scorer,
+)
 from vlm.config import LearnedConfig, ScorerRayConfig
 
 PROMPT = "Did the robot reach the target? Answer yes or no."
@@ -42,8 +52,10 @@ def test_pool_spreads_clips_over_its_actors_and_scores_like_the_backend(ray_addr
 
 def test_actors_that_cannot_build_their_backend_fail_with_its_message(ray_address: str, tmp_path) -> None:
     missing = tmp_path / "student.pt"
+    cfg = LearnedConfig(path=str(missing), ray=ScorerRayConfig(actors=1, cpus_per_actor=0.1))
+    check_reachable(cfg)  # not here: the file may be on the actors' machine only
     with pytest.raises(VLMError, match=f"scorer actors could not start: .*{missing}"):
-        make_scorer(LearnedConfig(path=str(missing), ray=ScorerRayConfig(actors=1, cpus_per_actor=0.1)))
+        make_scorer(cfg)
 
 
 def test_a_killed_scorer_actor_sends_its_clips_to_the_backlog_and_is_restarted(ray_address: str) -> None:
