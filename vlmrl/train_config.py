@@ -37,7 +37,7 @@ ReplayMode = Literal["uniform", "per", "vlm", "vlm_td"]
 
 @dataclass(frozen=True, kw_only=True)
 class RayConfig:
-    """Where ``--actors`` runs (a Ray cluster) and how the learner feeds its env actors (vlmrl/actor_source.py)."""
+    """Where ``--actors`` (and ``--scorer.ray.actors``) run, a Ray cluster, and how the learner feeds its env actors."""
 
     address: str = ""
     """Ray cluster to join (what ``ray start --head`` prints, e.g. ``10.0.0.5:6379``; the machines need vlmrl

@@ -114,6 +114,12 @@ class Trainer:
 
             kind = cfg.scorer.kind if scorer is None else getattr(scorer, "kind", "custom")
             if scorer is None:
+                if (
+                    cfg.scorer.ray.actors
+                ):  # scorer actors go to --ray.address too (before the pool starts Ray)
+                    from vlmrl.actor_source import connect
+
+                    connect(cfg.ray.address)
                 scorer = make_scorer(cfg.scorer)  # fails fast, one line, if the VLM cannot be reached
             check_source = getattr(scorer, "check_source", None)
             if check_source is not None:  # scorer:learned refuses another camera or frame size, in one line
