@@ -11,8 +11,9 @@ env actor does (``vlmrl.env_actor.EnvActor``, the code `vlmrl train --actors N` 
   while it ingests their episodes (``add_episode``) between blocks of updates, as `vlmrl train --actors`
   does; alternating blocks. On C cores the layout is C-1 actors beside the learner (``learner_slowdown``,
   target <= 0.15); the 2-actor figure is reported too (``learner_slowdown_2_actors``).
-- Ray's overhead, measured: ``ray.put`` + ``ray.get`` of one episode's arrays, a no-op actor call, and
-  the learner's cost to receive and store one episode.
+- Ray's overhead, measured: ``ray.put`` + ``ray.get`` of one episode's arrays, a no-op actor call, the
+  learner's cost to receive and store one episode, and the CPU Ray's own processes (raylet, GCS, agents,
+  idle actors) use while the learner runs alone (``ray_idle_cpu_share``, of one core).
 - A projection (not a measurement) to 8/32/128 actors from the per-actor rate and the learner's ingest.
 
     .venv/bin/python benchmarks/scale_out.py --quick --json runs/bench/scale_out.json
@@ -41,6 +42,8 @@ from sim import SimConfig, make_env
 from vlmrl.env_actor import POLICY_VERSION_KEY, EnvActor, PolicySpec, policy_weights
 
 PROJECTED_ACTORS = (1, 2, 8, 32, 128)
+RAY_NICENESS = "RAY_worker_niceness"
+"""Ray's own setting (lower case as Ray spells it) of its worker processes' niceness (Ray's default: 15)."""
 
 
 def pixel_env(image_size: int, episode_steps: int) -> SimConfig:
@@ -146,6 +149,31 @@ def store(buffer: Any, episode: dict[str, Any]) -> None:
     )
 
 
+def descendants_cpu_s(exclude: set[int]) -> float:
+    """CPU seconds used so far by this process's descendants (Ray's raylet, GCS, agents and workers),
+    leaving out the processes in ``exclude`` (the env actors), read from /proc."""
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        parents[int(entry)] = int(fields[1])
+        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    me, total = os.getpid(), 0.0
+    for pid in cpu:
+        p = pid
+        while p > 1 and p != me:
+            p = parents.get(p, 1)
+        if p == me and pid != me and pid not in exclude:
+            total += cpu[pid]
+    return total
+
+
 def transfer_costs(handle: Any, episode: dict[str, Any], calls: int) -> dict[str, float]:
     """Ray's overhead, measured: put + get of one episode's arrays, and a no-op actor call (ms each)."""
     ray.get(ray.put(episode))  # warm-up
@@ -209,6 +237,9 @@ def main() -> None:
     agent, spec = state_agent(sim)
     weights = policy_weights(agent)
 
+    # Ray starts its workers at niceness 15 (so `vlmrl train`'s learner wins a shared core); here the actors
+    # are compared with the single-process loop, so a local cluster gives them the same priority as it.
+    os.environ.setdefault(RAY_NICENESS, "0")
     t = time.perf_counter()
     ray.init(
         address=args.ray_address or None,
@@ -254,8 +285,13 @@ def main() -> None:
         f"learner: {rounds} rounds of {block_s:.0f} s blocks (alone, {beside} actor(s) beside it, 2 actors)"
     )
     learner: dict[str, list[dict]] = {"alone": [], "beside": [], "actors_2": []}
+    actor_pids = set(ray.get([h.pid.remote() for h in handles]))
+    system_cpu_s = system_wall_s = 0.0
     for _ in range(rounds):
+        cpu0, t0 = descendants_cpu_s(actor_pids), time.perf_counter()
         learner["alone"].append(updates_per_s(agent, buffer, block_s, None, 0))
+        system_cpu_s += descendants_cpu_s(actor_pids) - cpu0
+        system_wall_s += time.perf_counter() - t0
         learner["beside"].append(updates_per_s(agent, buffer, block_s, collection, beside))
         collection.drain()
         learner["actors_2"].append(updates_per_s(agent, buffer, block_s, collection, 2))
@@ -286,8 +322,10 @@ def main() -> None:
         "learner_updates_per_s_with_2_actors": with_two,
         "learner_slowdown_2_actors": 1.0 - with_two / alone,
         "learner_ingest_ms_per_episode": ingest_s * 1e3,
+        "ray_idle_cpu_share": system_cpu_s / system_wall_s,
         "episode_mb": episode_mb,
         **costs,
+        "ray_worker_niceness": int(os.environ[RAY_NICENESS]) if not args.ray_address else None,
         "ray_start_s": ray_start_s,
         "actors_start_s": actor_start_s,
         "projection_note": "projected from the measured per-actor rate and learner ingest, not measured",
@@ -303,7 +341,8 @@ def main() -> None:
         f"(learner_slowdown {result['learner_slowdown']:.2f}, target <= 0.15), {with_two:.0f} with 2 actors "
         f"({result['learner_slowdown_2_actors']:.2f})\n"
         f"ray: episode ({episode_mb:.1f} MB) put+get {costs['episode_put_get_ms']:.2f} ms, no-op actor call "
-        f"{costs['noop_actor_call_ms']:.2f} ms, learner receive+store {ingest_s * 1e3:.2f} ms per episode\n"
+        f"{costs['noop_actor_call_ms']:.2f} ms, learner receive+store {ingest_s * 1e3:.2f} ms per episode, "
+        f"Ray's processes with idle actors: {result['ray_idle_cpu_share']:.1%} of a core\n"
         "projection (not measured): actors | env steps/s collect-only (bound) | with UTD-1 training (bound)"
     )
     for row in rows:

@@ -119,7 +119,7 @@ def test_learner_killed_resumes_with_no_committed_episode_lost(tmp_path, ray_add
         "--sim.max-episode-steps", "20", "--agent.hidden-dims", "16", "16", "--buffer.capacity-steps", "4000",
         "--replay", "uniform", "--total-steps", "100000", "--learning-starts", "40", "--batch-size", "16",
         "--eval-episodes", "1", "--video-episodes", "0", "--checkpoint-every-steps", "60", "--run-dir", str(run),
-        "--no-progress", "--actors", "2", "--ray.address", ray_address,
+        "--no-progress", "--actors", "1", "--ray.address", ray_address,
     ]  # fmt: skip
     learner = subprocess.Popen(
         [sys.executable, "-m", "vlmrl", "train", *args],
@@ -137,7 +137,7 @@ def test_learner_killed_resumes_with_no_committed_episode_lost(tmp_path, ray_add
     assert learner.returncode == -signal.SIGKILL, output
     before = committed(store)
     kept = episode_rewards(store, before)
-    assert main(TrainConfig(resume=str(run), stop_after_steps=60, progress=False)) == 0
+    assert main(TrainConfig(resume=str(run), stop_after_steps=20, progress=False)) == 0
     after = committed(store)
     assert after > before
     for old, new in zip(kept, episode_rewards(store, before)):
