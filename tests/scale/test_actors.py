@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 import zarr
 
 from agents.config import SACConfig
@@ -27,13 +28,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def tiny_pixels(run_dir: Path, **overrides) -> TrainConfig:
-    """20-step episodes of the twin's reach with a 32 px front camera into a zarr buffer, two actors."""
+    """10-step episodes of the twin's reach with a 32 px front camera into a zarr buffer, two actors."""
     cfg = TrainConfig(
         sim=SimConfig(task="reach", reward="shaped", action_mode="delta", cameras=("front",), image_size=32,
-                      max_episode_steps=20, terminate_on_success=False),
+                      max_episode_steps=10, terminate_on_success=False),
         agent=SACConfig(hidden_dims=(16, 16)),
         buffer=BufferConfig(capacity_steps=4_000, storage="zarr"),
-        replay="uniform", total_steps=240, learning_starts=40, batch_size=16, eval_every_steps=100_000,
+        replay="uniform", total_steps=240, learning_starts=20, batch_size=16, eval_every_steps=100_000,
         eval_episodes=1, video_episodes=0, checkpoint_every_steps=100_000, run_dir=str(run_dir),
         progress=False, actors=2, ray=RayConfig(weights_every_updates=20),
     )  # fmt: skip
@@ -67,7 +68,7 @@ def test_killed_and_stopped_actors_are_replaced_and_training_goes_on(tmp_path, r
     SIGKILLed and Ray restarts it, and the stopped one is killed by the learner's timeout and restarted."""
     import ray
 
-    cfg = tiny_pixels(tmp_path / "run", ray=RayConfig(weights_every_updates=20, episode_timeout_s=8.0))
+    cfg = tiny_pixels(tmp_path / "run", ray=RayConfig(weights_every_updates=20, episode_timeout_s=5.0))
     trainer = Trainer.create(cfg)
     source = trainer.episode_source()
     seen: dict[str, int] = {}
@@ -93,7 +94,7 @@ def test_killed_and_stopped_actors_are_replaced_and_training_goes_on(tmp_path, r
 
     def both_back() -> bool:
         """Both actors restarted and returned episodes again (or the test's time is up)."""
-        back = all(s.restarts == 1 and s.episodes_since_start > 0 for s in source.slots)
+        back = all(s.restarts >= 1 and s.episodes_since_start > 0 for s in source.slots)
         return (faults_done.is_set() and back) or time.monotonic() > deadline
 
     try:
@@ -102,10 +103,10 @@ def test_killed_and_stopped_actors_are_replaced_and_training_goes_on(tmp_path, r
         source.close()
         trainer.buffer.close()
     assert seen["episodes_while_stopped"] >= 3  # at most 2 of them were actor 1's queued results
-    restarted = [(s.restarts, s.episodes_since_start > 0) for s in source.slots]
-    assert restarted == [(1, True), (1, True)], source.counters
+    restarted = [s.restarts >= 1 and s.episodes_since_start > 0 for s in source.slots]
+    assert restarted == [True, True], source.counters
     counters = source.counters
-    assert counters.timeouts == 1 and counters.lost_episodes >= 2
+    assert counters.timeouts >= 1 and counters.lost_episodes >= 2
     store = tmp_path / "run" / "buffer.zarr"
     assert committed(store) == trainer.state.episode == counters.episodes
     versions = zarr.open_group(str(store), mode="r")["info/policy_version"][:]
@@ -116,9 +117,9 @@ def test_learner_killed_resumes_with_no_committed_episode_lost(tmp_path, ray_add
     run = tmp_path / "run"
     args = [
         "--sim.task", "reach", "--sim.reward", "shaped", "--sim.cameras", "front", "--sim.image-size", "32",
-        "--sim.max-episode-steps", "20", "--agent.hidden-dims", "16", "16", "--buffer.capacity-steps", "4000",
-        "--replay", "uniform", "--total-steps", "100000", "--learning-starts", "40", "--batch-size", "16",
-        "--eval-episodes", "1", "--video-episodes", "0", "--checkpoint-every-steps", "60", "--run-dir", str(run),
+        "--sim.max-episode-steps", "10", "--agent.hidden-dims", "16", "16", "--buffer.capacity-steps", "4000",
+        "--replay", "uniform", "--total-steps", "100000", "--learning-starts", "20", "--batch-size", "16",
+        "--eval-episodes", "1", "--video-episodes", "0", "--checkpoint-every-steps", "30", "--run-dir", str(run),
         "--no-progress", "--actors", "1", "--ray.address", ray_address,
     ]  # fmt: skip
     learner = subprocess.Popen(
@@ -129,7 +130,7 @@ def test_learner_killed_resumes_with_no_committed_episode_lost(tmp_path, ray_add
     )
     store, checkpoint = run / "buffer.zarr", run / "checkpoint" / "state.pt"
     deadline = time.monotonic() + 180
-    while not (checkpoint.exists() and committed(store) >= 6) and learner.poll() is None:
+    while not (checkpoint.exists() and committed(store) >= 5) and learner.poll() is None:
         assert time.monotonic() < deadline, "the learner did not checkpoint in time"
         time.sleep(0.1)
     learner.send_signal(signal.SIGKILL)
@@ -142,3 +143,24 @@ def test_learner_killed_resumes_with_no_committed_episode_lost(tmp_path, ray_add
     assert after > before
     for old, new in zip(kept, episode_rewards(store, before)):
         np.testing.assert_array_equal(old, new)
+
+
+def test_actor_settings_are_refused_in_one_line(tmp_path):
+    from vlmrl.errors import ConfigError
+    from vlmrl.pipelines.train import actors_on_resume
+    from vlmrl.train_config import check_config
+
+    with pytest.raises(ConfigError, match="actors must be >= 0"):
+        check_config(tiny_pixels(tmp_path, actors=-1))
+    with pytest.raises(ConfigError, match=r"ray\.max_in_flight >= 1"):
+        check_config(tiny_pixels(tmp_path, ray=RayConfig(max_in_flight=0)))
+    with pytest.raises(ConfigError, match="--prior-data with --actors"):
+        check_config(tiny_pixels(tmp_path, prior_data=tmp_path))
+    with pytest.raises(ConfigError, match="started without env actors"):
+        actors_on_resume(tiny_pixels(tmp_path), tiny_pixels(tmp_path, actors=0))
+    joined = RayConfig(address="10.0.0.5:6379")
+    assert actors_on_resume(TrainConfig(actors=3, ray=joined), tiny_pixels(tmp_path)) == {
+        "actors": 3,
+        "ray": joined,
+    }
+    assert actors_on_resume(TrainConfig(), tiny_pixels(tmp_path)) == {}
