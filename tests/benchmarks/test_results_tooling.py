@@ -93,6 +93,7 @@ def test_a_variant_names_its_runs_and_passes_its_options_to_vlmrl_train(tmp_path
     experiment = load("replay_experiment")
     common = dict(tasks=["lift"], modes=["uniform", "vlm"], noise=[0.2], aux_weights=[0.0], seeds=[0])
     common.update(total_steps=1000, eval_every_steps=500, eval_episodes=2, demo_episodes=5, layer_norm=False)
+    common.update(scorer="scorer:oracle")
     plain = experiment.grid(argparse.Namespace(**common, variant="", train_arg=[]))
     warm = experiment.grid(
         argparse.Namespace(**common, variant="warmup2k", train_arg=["--vlm-sampler.warmup-steps=2000"])
@@ -103,6 +104,13 @@ def test_a_variant_names_its_runs_and_passes_its_options_to_vlmrl_train(tmp_path
     command = experiment.train_command(vlm, tmp_path / "run")
     assert "--vlm-sampler.warmup-steps=2000" in command
     assert command[command.index("--demo-episodes") + 1] == "5"
+    assert command[command.index("scorer:oracle") + 1 :] == ["--scorer.noise", "0.2", "--scorer.seed", "0"]
+    student = {**common, "noise": [0.0], "scorer": "scorer:learned --scorer.path 'a b/s.pt'"}
+    learned = experiment.grid(argparse.Namespace(**student, variant="learned", train_arg=[]))
+    learned_vlm = next(s for s in learned if s.mode == "vlm")
+    command = experiment.train_command(learned_vlm, tmp_path / "run")
+    assert command[command.index("scorer:learned") :] == ["scorer:learned", "--scorer.path", "a b/s.pt"]
+    assert "scorer:oracle" not in command
     row = {**run("vlm", 0.2, 0, [0.0, 0.1, 0.2, 0.3]), "variant": "warmup2k"}
     assert "vlm[warmup2k] noise=0.2" in analysis.analyse([row])["lift"]["settings"]
 
