@@ -101,7 +101,10 @@ def online_config(cfg: Any, offline_dir: Path, steps: int) -> Any:
     The twin is the one the data was recorded in (its stored sim config), the policy reads what the
     offline policy reads, the agent's networks are the offline agent's (``agent_from``), the data is the
     prior part of each batch (``prior_data``), and the policy acts from the first step (no random
-    warm-up unless ``--learning-starts`` was given). Everything else is ``cfg``'s.
+    warm-up unless ``--learning-starts`` was given). Everything else is ``cfg``'s, the reward included:
+    the twin's reward plus ``--aux-reward-weight`` x the run's scorer's aux reward (0 by default), not
+    the offline ``--reward``; to go on with an aux reward, give the weight and ``--aux-reward.kind`` the
+    data was scored with. The prior episodes are scored again by the run's scorer, like any clip.
 
     Raises:
         ConfigError: the data has no stored sim config (``twin_sim_config``).
