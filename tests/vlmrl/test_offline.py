@@ -135,7 +135,8 @@ def test_bad_input_gets_one_line(recorded, tmp_path, capsys):
     assert not (tmp_path / "bad").exists()  # a run that cannot start leaves no directory
 
 
-def test_empty_nan_and_actionless_datasets_are_refused(recorded, tmp_path):
+def test_empty_nan_actionless_and_mismatched_datasets_get_one_line(recorded, tmp_path, capsys):
+    """Through the CLI, as a user meets them: exit code 1, one line naming what is wrong, no run directory."""
     from buffer import BufferConfig, make_buffer
 
     empty = tmp_path / "empty.zarr"
@@ -146,23 +147,28 @@ def test_empty_nan_and_actionless_datasets_are_refused(recorded, tmp_path):
         (),
         path=str(empty),
     ).close()
-    with pytest.raises(ConfigError, match="holds no episodes"):
-        load_episodes(empty)
-
     nan_store = tmp_path / "nan.zarr"
     shutil.copytree(recorded / "episodes.zarr", nan_store)
     action = zarr.open_array(str(nan_store / "action"), mode="a")
     action[3, 1] = np.nan
-    with pytest.raises(ConfigError, match=r"'action' holds NaN or inf \(episode 0, step 3\)"):
-        load_episodes(nan_store)
-
     actionless = tmp_path / "actionless"
     shutil.copytree(recorded / "lerobot", actionless)
     info = json.loads((actionless / "meta" / "info.json").read_text())
     del info["features"]["action"]
     (actionless / "meta" / "info.json").write_text(json.dumps(info))
-    with pytest.raises(Exception, match="no 'action' feature"):
-        load_episodes(actionless)
+    cases = {
+        "holds no episodes": (empty, "state"),
+        "'action' holds NaN or inf (episode 0, step 3)": (nan_store, "robot"),
+        "no 'action' feature": (actionless, "robot"),
+        "holds no camera frames": (empty, "pixels"),  # keys against --policy-obs (robot: test_bad_input...)
+    }
+    for expected, (data, policy_obs) in cases.items():
+        code = cli.main(["train", "--offline", str(data), *cli_args(tmp_path / "bad")[:-1], policy_obs])
+        err = capsys.readouterr().err.strip()
+        assert code == 1 and expected in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "bad").exists()
+    with pytest.raises(ConfigError, match="holds no episodes"):
+        load_episodes(empty)
 
 
 def test_sparse_reward_marks_transitions_that_reach_success(recorded):
