@@ -192,6 +192,21 @@ def welch_p(a: list[float], b: list[float]) -> float:
     return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
 
 
+def final_episodes(rows: list[dict]) -> tuple[int, int]:
+    """(successful, total) evaluation episodes of the final evaluations of ``rows`` (the runs of a variant)."""
+    total = sum(int(r["config"]["eval_episodes"]) for r in rows)
+    wins = sum(round(r["success"] * int(r["config"]["eval_episodes"])) for r in rows)
+    return wins, total
+
+
+def fisher_p(a: tuple[int, int], b: tuple[int, int]) -> float:
+    """Two-sided Fisher exact test on (successes, episodes) pairs: the episode-level check beside Welch's
+    t on per-seed rates, which against an all-zero group is a one-sample test of a few 5% steps."""
+    from scipy import stats
+
+    return float(stats.fisher_exact([[a[0], a[1] - a[0]], [b[0], b[1] - b[0]]]).pvalue)
+
+
 def analyse(args: argparse.Namespace) -> None:
     out = Path(args.out)
     # Committed results (per_run/) and runs finished here (runs/, git-ignored); a run here wins.
@@ -208,8 +223,8 @@ def analyse(args: argparse.Namespace) -> None:
         f"{data['counts']['noisy']} expert with Gaussian action noise (sd {data['counts']['noise_std']} of half the range), "
         f"{data['counts']['random']} uniform-random; successful: {data['successes']}.",
         "",
-        "| variant | reward | seeds | success at budget (mean ± sd) | p vs sparse (Welch t) | mean success over evaluations | gradient steps | commit |",
-        "|---|---|---|---|---|---|---|---|",
+        "| variant | reward | seeds | success at budget (mean ± sd) | p vs sparse (Welch t) | final episodes won | p vs sparse (Fisher, episodes) | mean success over evaluations | gradient steps | commit |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     summary = {}
     for variant in VARIANTS:
@@ -218,13 +233,17 @@ def analyse(args: argparse.Namespace) -> None:
             continue
         s = [r["success"] for r in rows]
         p = welch_p(s, base) if variant != "sparse" else math.nan
+        won = final_episodes(rows)
+        p_fisher = fisher_p(won, final_episodes(by_variant["sparse"])) if variant != "sparse" else math.nan
         commits = sorted({r["commit"] for r in rows})
         reward = "(behaviour cloning)" if rows[0]["bc"] else f"`{rows[0]['reward']}`"
         sd = float(np.std(s, ddof=1)) if len(s) > 1 else 0.0
         area = float(np.mean([np.mean([v for _, v in r["curve"]]) for r in rows]))
         lines.append(
             f"| {variant} | {reward} | {len(s)} | {100 * np.mean(s):.0f}% ± {100 * sd:.0f}% | "
-            f"{'-' if math.isnan(p) else f'{p:.2g}'} | {100 * area:.1f}% | {rows[0]['steps']:,} | {', '.join(commits)} |"
+            f"{'-' if math.isnan(p) else f'{p:.2g}'} | {won[0]} / {won[1]} | "
+            f"{'-' if math.isnan(p_fisher) else f'{p_fisher:.2g}'} | {100 * area:.1f}% | {rows[0]['steps']:,} | "
+            f"{', '.join(commits)} |"
         )
         summary[variant] = {
             "seeds": [r["seed"] for r in rows],
@@ -232,6 +251,8 @@ def analyse(args: argparse.Namespace) -> None:
             "mean": float(np.mean(s)),
             "sd": sd,
             "p_vs_sparse": p,
+            "final_episodes_won": list(won),
+            "p_vs_sparse_fisher": p_fisher,
             "commits": commits,
         }
     (out / "table.md").write_text("\n".join(lines) + "\n")
