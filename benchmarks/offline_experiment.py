@@ -4,6 +4,7 @@ rewards, behaviour cloning as the floor (issue #16; Lee et al. 2025, shared/seed
     python benchmarks/offline_experiment.py build --out results/offline/data      # record + score the dataset
     python benchmarks/offline_experiment.py run --out results/offline --seeds 0 1 2 --variants bc sparse ...
     python benchmarks/offline_experiment.py analyse --out results/offline         # table.md, curves.png, summary.json
+    python benchmarks/offline_experiment.py labels --out results/offline          # aux rewards vs the oracle's
 
 The learned pixel scorer as the labeller (``vlm-learned`` variants): a student (``vlmrl scorer fit``)
 distils the oracle on 20 labelled episodes recorded with the same recipe from other seeds, then scores
@@ -283,6 +284,31 @@ def analyse(args: argparse.Namespace) -> None:
     fig.savefig(out / "curves.png", dpi=100)
 
 
+def labels(args: argparse.Namespace) -> None:
+    """How each stored aux reward agrees with the noise-free oracle's (per transition) and how well its
+    episode sum tells successful from failed episodes (AUC); writes ``labels.json`` into ``--out``."""
+    from scipy import stats
+
+    from vlmrl.datasets import load_episodes
+
+    episodes = load_episodes(Path(args.data), ["state"])
+    rows = episodes.transition_rows()
+    success = episodes.episode_success()
+    out = {}
+    for scorer_id, aux in sorted(episodes.aux.items()):
+        sums = np.array([aux[s : e - 1].sum() for s, e in zip(episodes.starts, episodes.ends)])
+        good, bad = sums[success], sums[~success]
+        out[scorer_id] = {
+            "pearson_vs_oracle": float(stats.pearsonr(aux[rows], episodes.aux["oracle"][rows])[0]),
+            "spearman_vs_oracle": float(stats.spearmanr(aux[rows], episodes.aux["oracle"][rows])[0]),
+            "episode_sum_auc": float(
+                ((good[:, None] > bad[None, :]) + 0.5 * (good[:, None] == bad[None, :])).mean()
+            ),
+        }
+        print(scorer_id, {k: round(v, 3) for k, v in out[scorer_id].items()})
+    (Path(args.out) / "labels.json").write_text(json.dumps(out, indent=2))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -310,9 +336,12 @@ def main() -> None:
     a = sub.add_parser("analyse")
     a.add_argument("--out", default="results/offline")
     a.add_argument("--data", default="results/offline/data/episodes.zarr")
+    lab = sub.add_parser("labels")
+    lab.add_argument("--out", default="results/offline")
+    lab.add_argument("--data", default="results/offline/data/episodes.zarr")
     args = parser.parse_args()
     os.environ.setdefault("MUJOCO_GL", "egl")
-    {"build": build, "run": run, "analyse": analyse}[args.cmd](args)
+    {"build": build, "run": run, "analyse": analyse, "labels": labels}[args.cmd](args)
 
 
 if __name__ == "__main__":
