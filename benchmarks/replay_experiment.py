@@ -237,12 +237,21 @@ def train_in_ray_worker(spec: RunSpec, out: str) -> dict | str:
 
 def run_on_ray(todo: list[RunSpec], args: argparse.Namespace, lock: threading.Lock, log) -> list[dict | None]:
     """Runs the grid as Ray tasks on the cluster at ``args.ray_address``; records are written as runs end."""
-    import ray
+    try:
+        import ray
+    except ImportError:
+        raise SystemExit("--ray-address needs Ray: pip install -e '.[scale]'") from None
 
     joined = ray.is_initialized()
     if not joined:
         local = {"num_cpus": args.workers} if args.ray_address == "local" else {}
-        ray.init(address=args.ray_address, log_to_driver=False, configure_logging=False, **local)
+        try:
+            ray.init(address=args.ray_address, log_to_driver=False, configure_logging=False, **local)
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            problem = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise SystemExit(
+                f"--ray-address {args.ray_address}: cannot join the Ray cluster: {problem}"
+            ) from None
     log(
         f"Ray cluster: {ray.cluster_resources().get('CPU', 0):g} CPUs, {ray.cluster_resources().get('GPU', 0):g} GPUs"
     )
