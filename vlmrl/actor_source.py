@@ -183,26 +183,30 @@ class ActorEpisodes:
     def _next_finished(self) -> dict[str, Any]:
         """The first finished episode of any actor; dead or timed-out actors' episodes are counted lost."""
         while True:
+            self._kill_stuck()  # every turn: a stuck actor is found even while the others deliver
             pending = {ref: slot for slot in self.slots for ref in slot.in_flight}
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
-            if ready:
-                ref = ready[0]
-                slot = pending[ref]
-                del slot.in_flight[ref]
-                slot.busy_since = time.monotonic()
-                slot.killed = slot.killed and bool(slot.in_flight)
-                try:
-                    result = ray.get(ref)
-                except ray.exceptions.RayActorError:  # died (SIGKILL, OOM) or was killed: Ray restarts it
-                    self.counters.lost_episodes += 1
-                    slot.restarts += 0 if slot.starting else 1
-                    slot.starting, slot.episodes_since_start = True, 0
-                    self._submit()
-                    continue
-                slot.starting = False
-                slot.episodes_since_start += 1
-                return result
-            self._kill_stuck()
+            if not ready:
+                continue
+            ref = ready[0]
+            slot = pending[ref]
+            del slot.in_flight[ref]
+            slot.busy_since = time.monotonic()
+            slot.killed = slot.killed and bool(slot.in_flight)
+            try:
+                result = ray.get(ref)
+            except ray.exceptions.RayActorError as exc:  # died (SIGKILL, OOM) or killed: Ray restarts it
+                if exc.actor_init_failed:  # its env or policy cannot be built: no restart will help
+                    cause = [line for line in str(exc).splitlines() if line.strip()][-1].strip()
+                    raise ConfigError(f"env actor {slot.name} could not start: {cause}") from None
+                self.counters.lost_episodes += 1
+                slot.restarts += 0 if slot.starting else 1
+                slot.starting, slot.episodes_since_start = True, 0
+                self._submit()
+                continue
+            slot.starting = False
+            slot.episodes_since_start += 1
+            return result
 
     def _kill_stuck(self) -> None:
         """Kill (Ray then restarts it) each actor busy with one episode for over ``episode_timeout_s``."""

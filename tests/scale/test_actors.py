@@ -164,3 +164,25 @@ def test_actor_settings_are_refused_in_one_line(tmp_path):
         "ray": joined,
     }
     assert actors_on_resume(TrainConfig(), tiny_pixels(tmp_path)) == {}
+
+
+def test_an_actor_whose_env_cannot_be_built_stops_the_run_in_one_line(tmp_path, ray_address):
+    from sim import make_env
+    from sim.errors import SimError
+    from vlmrl.errors import ConfigError
+
+    learner_pid = os.getpid()
+
+    def only_in_the_learner(sim_cfg):
+        if os.getpid() != learner_pid:
+            raise SimError("no renderer on this machine")
+        return make_env(sim_cfg)
+
+    trainer = Trainer.create(tiny_pixels(tmp_path / "run", actors=1), env_factory=only_in_the_learner)
+    try:
+        with pytest.raises(ConfigError, match=r"could not start: .*no renderer on this machine"):
+            trainer.run()
+    finally:
+        trainer.link.close()
+        trainer.buffer.close()
+    assert committed(tmp_path / "run" / "buffer.zarr") == 0
