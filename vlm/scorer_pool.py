@@ -45,6 +45,12 @@ class ScorerHost:
     def score(self, clips: list[Clip], prompt: str) -> np.ndarray:
         return np.asarray(self.scorer.score(clips, prompt), np.float32)
 
+    def check_source(self, camera: str, image_hw: tuple[int, int]) -> None:
+        """The backend's own frame check, if it has one (``scorer:learned``)."""
+        check = getattr(self.scorer, "check_source", None)
+        if check is not None:
+            check(camera, image_hw)
+
 
 def check_ray_config(ray_cfg: ScorerRayConfig) -> None:
     """Raises a one-line VLMError for settings a pool cannot run with."""
@@ -95,6 +101,11 @@ class ScorerPool:
         """The process id of each actor now (a restarted actor has a new one)."""
         return [pid for _, _, pid in self._get([a.describe.remote() for a in self._actors])]
 
+    def check_source(self, camera: str, image_hw: Sequence[int]) -> None:
+        """Raises the backend's one-line VLMError when it refuses frames of ``camera`` at ``image_hw``
+        (``scorer:learned`` is fitted on one camera and size); the pipelines call it before scoring."""
+        self._get([self._actors[0].check_source.remote(camera, (int(image_hw[0]), int(image_hw[1])))])
+
     def score(self, clips: Sequence[Clip | np.ndarray], prompt: str) -> np.ndarray:
         """Returns float32 [N] scores; raises VLMError when an actor died or failed (nothing is partial)."""
         batch = as_clips(clips)
@@ -132,7 +143,7 @@ class ScorerPool:
         except exceptions.GetTimeoutError:
             raise VLMError(f"a scorer actor did not answer within {self.cfg.ray.timeout_s:g} s") from None
         except exceptions.RayTaskError as exc:
-            raise VLMError(f"scorer actor: {_first_line(exc.cause or exc)}") from None
+            raise VLMError(_first_line(exc.cause or exc)) from None
 
     def close(self) -> None:
         """Ends the actors (and the local Ray cluster, when the pool started it)."""

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_grid_runs_as_ray_tasks_and_skips_finished_runs(ray_address: str, tmp_path: Path) -> None:
     # 2 modes x 5 seeds of a few hundred reach steps (state policy, no camera); two runs are already in the results
     # file, so a rerun-safe grid sends the other 8 to the cluster and leaves those two alone.

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
+from tests.vlm.conftest import save_random_learned
 from vlm import (
     Clip,
     ClipRequest,
@@ -44,13 +45,24 @@ def test_pool_spreads_clips_over_its_actors_and_scores_like_the_backend(ray_addr
         assert all(np.array_equal(r, np.float32([p, 1 - p])) for r, p in zip(results, progress))
         assert pool.score([], PROMPT).shape == (0,)
         assert len(set(pool.actor_pids())) == 2
-        with pytest.raises(VLMError, match=r"scorer actor: the oracle scorer needs clip info\['progress'\]"):
+        with pytest.raises(VLMError, match=r"^the oracle scorer needs clip info\['progress'\]"):
             pool.score([Clip(np.zeros((1, 8, 8, 3), np.uint8))], PROMPT)
     finally:
         pool.close()
 
 
-def test_actors_that_cannot_build_their_backend_fail_with_its_message(ray_address: str, tmp_path) -> None:
+@pytest.mark.slow
+def test_the_backends_own_errors_come_through_the_pool(ray_address: str, tmp_path) -> None:
+    fitted = save_random_learned(tmp_path / "fitted.pt", PROMPT, image_hw=(24, 32), camera="front")
+    pool = make_scorer(LearnedConfig(path=str(fitted), ray=ScorerRayConfig(actors=1, cpus_per_actor=0.1)))
+    try:  # the learned backend's frame check reaches through the pool (train calls it before scoring)
+        pool.check_source("front", (24, 32))
+        with pytest.raises(
+            VLMError, match="was fitted on camera 'front' at 24x32 px, these frames are camera 'wrist'"
+        ):
+            pool.check_source("wrist", (24, 32))
+    finally:
+        pool.close()
     missing = tmp_path / "student.pt"
     cfg = LearnedConfig(path=str(missing), ray=ScorerRayConfig(actors=1, cpus_per_actor=0.1))
     check_reachable(cfg)  # not here: the file may be on the actors' machine only
@@ -58,6 +70,7 @@ def test_actors_that_cannot_build_their_backend_fail_with_its_message(ray_addres
         make_scorer(cfg)
 
 
+@pytest.mark.slow
 def test_a_killed_scorer_actor_sends_its_clips_to_the_backlog_and_is_restarted(ray_address: str) -> None:
     # Slow actors (1 s a call) so the kill lands while a batch is in flight.
     pool = make_scorer(OracleConfig(latency_s=1.0, ray=ScorerRayConfig(actors=2, cpus_per_actor=0.1)))

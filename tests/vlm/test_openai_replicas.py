@@ -14,6 +14,7 @@ from vlm.backends.replicas import Replicas
 PROMPT = "Did the robot lift the cube? Answer yes or no."
 
 
+@pytest.mark.slow
 def test_requests_spread_over_two_servers_and_survive_one_killed_mid_run(
     start_server, oracle_argv, clip_factory
 ):
