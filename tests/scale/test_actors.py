@@ -63,6 +63,7 @@ def test_default_train_does_not_import_ray():
     assert out.stdout.strip() == "False", out.stderr
 
 
+@pytest.mark.slow
 def test_killed_and_stopped_actors_are_replaced_and_training_goes_on(tmp_path, ray_address):
     """Actor 1 is stopped (SIGSTOP: a slow actor) and the learner goes on with actor 0; then actor 0 is
     SIGKILLed and Ray restarts it, and the stopped one is killed by the learner's timeout and restarted."""
@@ -113,6 +114,7 @@ def test_killed_and_stopped_actors_are_replaced_and_training_goes_on(tmp_path, r
     assert versions.min() == -1 and versions.max() > 0  # warm-up episodes, then the learner's weights
 
 
+@pytest.mark.slow
 def test_learner_killed_resumes_with_no_committed_episode_lost(tmp_path, ray_address):
     run = tmp_path / "run"
     args = [
@@ -166,6 +168,7 @@ def test_actor_settings_are_refused_in_one_line(tmp_path):
     assert actors_on_resume(TrainConfig(), tiny_pixels(tmp_path)) == {}
 
 
+@pytest.mark.slow
 def test_an_actor_whose_env_cannot_be_built_stops_the_run_in_one_line(tmp_path, ray_address):
     from sim import make_env
     from sim.errors import SimError
