@@ -6,9 +6,15 @@ Tests that need their own cluster (a learner that joins by address, a process ki
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
+
+# Ray starts its worker processes at niceness 15; beside the test suite's own processes on a 2-core machine they
+# then starve (a minutes-long test for seconds of work). Clusters started by these tests, in this process or in
+# the subprocesses they spawn, run their workers at the test's priority.
+os.environ.setdefault("RAY_worker_niceness", "0")
 
 
 @pytest.fixture(scope="session")
