@@ -108,6 +108,12 @@ EXPERIMENTS = (
         "evaluation.md",
         "README.md",
     ),
+    (
+        "VLM-guided replay steered by a learned pixel scorer: twin lift, 25 demos, 10k steps (issue #14)",
+        "replay-learned",
+        "results.md",
+        "notes.md",
+    ),
     ("Code as Reward on twin lift (issue #17)", "car", "results.md", "README.md"),
     (
         "Offline RL from VLM-labelled recordings: RG-VLM on the twin (issue #16)",
