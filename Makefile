@@ -48,34 +48,14 @@ bench: setup
 clean-venv:
 	rm -rf .venv
 
-# Mutation testing (mutmut 3, outside `make test`): each group mutates one module that decides what is
-# learned and runs the tests that guard it, in a scratch copy of the tree ($(MUTATION_DIR)/<group>).
-# `make mutation MUTATION_GROUPS="samplers sac"` runs a subset; `cd $(MUTATION_DIR)/<group> &&
-# $(CURDIR)/.venv/bin/mutmut results` lists the survivors. Scores of the last run are in the README.
+# Mutation testing (mutmut 3, outside `make test`): tools/mutation.py mutates, group by group, the modules
+# that decide what is learned, each in a scratch copy ($(MUTATION_DIR)/<group>) against the fast tests
+# that guard it; it prints a score per module and writes results/mutation/<group>.json (docs/mutation.md).
+# `make mutation MUTATION_GROUPS="sac safety"` runs a subset; `cd $(MUTATION_DIR)/<group> &&
+# $(CURDIR)/.venv/bin/mutmut results` lists the survivors.
 MUTATION_GROUPS ?= samplers replay sac safety learner
 MUTATION_DIR ?= /tmp/vlmrl-mutation
-MUTATION_JOBS ?= 2
+MUTATION_JOBS ?= 1
 mutation: setup
-	@for group in $(MUTATION_GROUPS); do \
-	  case $$group in \
-	    samplers) src=buffer; only=buffer/samplers/*; tests="tests/buffer/test_samplers.py tests/buffer/test_sum_tree_property.py tests/buffer/test_priorities_through_the_buffer.py";; \
-	    replay) src=buffer; only=buffer/replay_buffer.py; tests="tests/buffer/test_contract.py tests/buffer/test_priorities_through_the_buffer.py";; \
-	    sac) src=agents; only=agents/sac.py; tests="tests/agents/test_sac.py";; \
-	    safety) src=robot; only=robot/safety.py; tests="tests/robot/test_safety.py tests/robot/test_serial_bus.py";; \
-	    learner) src=vlmrl; only=vlmrl/learner.py; tests="tests/buffer/test_priorities_in_a_trained_run.py tests/vlmrl/test_train.py";; \
-	    *) echo "unknown mutation group $$group (samplers replay sac safety learner)"; exit 2;; \
-	  esac; \
-	  dir=$(MUTATION_DIR)/$$group; rm -rf $$dir; mkdir -p $$dir; \
-	  tar --exclude=./.venv --exclude=./.git --exclude=./runs --exclude=./results --exclude=./.mypy_cache -cf - . | tar -xf - -C $$dir; \
-	  { echo; echo "[tool.mutmut]"; echo "source_paths = [\"$$src\"]"; echo "only_mutate = [\"$$only\"]"; \
-	    echo "pytest_add_cli_args_test_selection = [$$(printf '"%s", ' $$tests)]"; \
-	    echo 'also_copy = ["tests", "agents", "sim", "robot", "vlm", "vlmrl", "calibration", "buffer"]'; \
-	    echo 'pytest_add_cli_args = ["-p", "no:cacheprovider", "-x", "-q"]'; \
-	    echo "use_git_change_detection = false"; } >> $$dir/pyproject.toml; \
-	  echo "== mutation group $$group: $$only"; \
-	  (cd $$dir && OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(CURDIR)/.venv/bin/mutmut run --max-children $(MUTATION_JOBS) >/dev/null 2>&1; \
-	   $(CURDIR)/.venv/bin/mutmut results --all true 2>/dev/null | awk '{n[$$NF]++} END {k = n["killed"]; s = n["survived"]; \
-	     printf "killed %d, survived %d, not covered %d, timeout %d: score %.0f%% of covered mutants\n", \
-	     k, s, n["tests"], n["timeout"], (k + s) ? 100 * k / (k + s) : 0}'); \
-	done
+	$(PY) tools/mutation.py --jobs $(MUTATION_JOBS) --scratch $(MUTATION_DIR) $(MUTATION_GROUPS)
 

@@ -18,6 +18,7 @@ class CountingAgent:
     def __init__(self) -> None:
         self.num_updates = 0
         self.batch_keys: list[list[str]] = []
+        self.last_indices = np.zeros(0, np.int64)
 
     def act(self, obs):
         return np.ones(2, np.float32)
@@ -25,6 +26,7 @@ class CountingAgent:
     def update(self, batch):
         self.num_updates += 1
         self.batch_keys.append(sorted(batch.obs))
+        self.last_indices = batch.indices
         return {"critic_loss": float(self.num_updates), "td_error": np.ones(len(batch.indices), np.float32)}
 
 
@@ -82,6 +84,7 @@ def test_per_step_updates_start_after_learning_starts_and_the_warm_up_acts_at_ra
     assert "critic_loss" not in stats[0] and stats[2]["critic_loss"] == agent.num_updates  # the last update's
     random, policy = np.array(source.actions[:6]), np.array(source.actions[6:])
     assert np.all(np.abs(random) <= 0.5) and not np.allclose(random, random[0])  # uniform in the bounds
+    assert all(action.dtype == np.float32 for action in source.actions[:6])
     assert np.all(policy == 1.0)  # the agent's
     assert all(keys == ["state"] for keys in agent.batch_keys)
     buffer.close()
@@ -107,3 +110,56 @@ def test_between_episode_updates_run_utd_per_collected_step_and_feed_td_errors_t
 def test_the_replay_mode_decides_td_feedback_once():
     assert {mode for mode, replay in REPLAYS.items() if replay.td_priorities} == {"per", "vlm_td"}
     assert takes_td_errors(PERSamplerConfig()) and not takes_td_errors(BufferConfig().sampler)
+
+
+class FakeLink:
+    """A scoring link that counts its submissions and reports one statistic."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def submit_new_clips(self) -> int:
+        self.log.append("score")
+        return 1
+
+    def score_stats(self) -> dict[str, float]:
+        return {"clips": 3.0}
+
+
+@pytest.mark.parametrize("between_episodes", [False, True])
+def test_the_samplers_learner_step_follows_the_agents_updates(between_episodes):
+    """PER's beta and the VLM mix's lambda anneal with the sampler's step: it must be the update count."""
+    plan = UpdatePlan(batch_size=4, between_episodes=between_episodes, policy_keys=("state",))
+    learner, agent, buffer, _ = learner_for(
+        plan, BufferConfig(capacity_steps=200, sampler=PERSamplerConfig())
+    )
+    steps: list[tuple[int, int]] = []
+    run_one = learner.update
+
+    def update(n_updates):
+        out = run_one(n_updates)
+        steps.append((buffer.sampler.state_dict()["step"], agent.num_updates))
+        return out
+
+    learner.update = update
+    run(learner, Steps(buffer, []), 3, [])
+    assert steps and all(sampler == updates for sampler, updates in steps)
+    assert steps[-1][1] == (3 * EPISODE_STEPS if between_episodes else 3 * EPISODE_STEPS - EPISODE_STEPS + 1)
+    buffer.close()
+
+
+def test_each_episode_is_scored_after_it_is_collected_and_the_stats_carry_the_scorers():
+    plan = UpdatePlan(batch_size=32, policy_keys=("state",))
+    learner, agent, buffer, state = learner_for(plan)
+    log: list[str] = []
+    learner.link = FakeLink(log)  # type: ignore[assignment]
+    state.demo_rows = EPISODE_STEPS + 1  # the first episode's rows (4 transitions and its last observation)
+    stats = run(learner, Steps(buffer, log), 2, log)
+    assert log == ["collect 0", "score", "after 1", "collect 1", "score", "after 2"]
+    assert stats[1]["scorer/clips"] == 3.0
+    assert stats[1]["weight_mean"] == 1.0  # uniform replay
+    # the demonstrations' share of the last batch: its rows below demo_rows
+    assert EPISODE_STEPS + 1 in agent.last_indices  # the first row after them was drawn
+    assert stats[1]["demo_share"] == pytest.approx(np.mean(agent.last_indices < EPISODE_STEPS + 1))
+    assert 0.0 < stats[1]["demo_share"] < 1.0
+    buffer.close()

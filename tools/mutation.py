@@ -1,0 +1,239 @@
+"""`make mutation`: mutmut 3 over the modules that decide what is learned, one group at a time.
+
+Each group mutates one module (the samplers: one folder) in a scratch copy of the tree and runs the
+fast unit tests that guard it; mutmut runs, for each mutant, only the selected tests that call the
+mutated function, fastest first, stopping at the first failure (``-x``). Learning runs are not in any
+selection (a mutant would cost their whole run). Where a module's mutants would still take too long on
+a 2-core machine, only the functions that decide learning are mutated; ``Group.excluded`` says what
+is left out and why. Raise statements are not mutated anywhere (their text is an error message, their
+condition input validation, both tested elsewhere).
+
+Prints one line per module and writes ``results/mutation/<group>.json`` (counts, surviving mutants
+with their diffs, command, commit, date, load), which docs/mutation.md and the README quote.
+
+    python tools/mutation.py [--jobs N] [--scratch DIR] [GROUP ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MUTMUT = ROOT / ".venv" / "bin" / "mutmut"
+COPIED = ("agents", "buffer", "calibration", "robot", "sim", "tests", "vlm", "vlmrl", "pyproject.toml")
+
+
+@dataclasses.dataclass(frozen=True)
+class Group:
+    source: str
+    """Package folder mutmut copies and instruments."""
+    mutate: str
+    """Glob of the file(s) to mutate."""
+    tests: tuple[str, ...]
+    """pytest arguments selecting the guarding tests."""
+    functions: tuple[str, ...] = ()
+    """Functions/methods to mutate (empty: all of the file's)."""
+    excluded: str = ""
+    """What is not mutated or not run, and why."""
+
+
+GROUPS = {
+    "samplers": Group(
+        "buffer",
+        "buffer/samplers/*",
+        (
+            "tests/buffer/test_samplers.py",
+            "tests/buffer/test_sum_tree_property.py",
+            "tests/buffer/test_priorities_through_the_buffer.py",
+            "tests/buffer/test_prior_mix.py",
+        ),
+    ),
+    "replay": Group(
+        "buffer",
+        "buffer/replay_buffer.py",
+        (
+            "tests/buffer/test_contract.py",
+            "tests/buffer/test_priorities_through_the_buffer.py",
+            "-k",
+            "not zarr",
+        ),
+        functions=(
+            "_commit",
+            "_index_episode",
+            "_replay_scores_into_sampler",
+            "_uses_scorer",
+            "sample",
+            "_read_obs",
+            "update_priorities",
+            "set_learner_step",
+            "set_scores",
+            "load_state_dict",
+        ),
+        excluded="input validation (__init__, add_step, add_episode, _check_rows), clip planning for the "
+        "scorer (new_clips, read_clip), set_aux_reward, episode_rows, state_dict, close; the contract "
+        "suite's zarr cases (the buffer logic is storage-independent; zarr has its own tests)",
+    ),
+    "sac": Group(
+        "agents",
+        "agents/sac.py",
+        (
+            "tests/agents/test_sac.py",
+            "--deselect",
+            "tests/agents/test_sac.py::test_sac_learns_a_contextual_bandit",
+        ),
+        functions=(
+            "_losses",
+            "update",
+            "to_unit",
+            "to_env",
+            "_critic_input",
+            "state_dict",
+            "load_state_dict",
+        ),
+        excluded="__init__ (network and optimizer construction, config validation: 158 mutants), "
+        "obs_to_tensors (an error message); act and alpha are decorated, which mutmut does not "
+        "mutate; the contextual-bandit learning test (5 s a mutant)",
+    ),
+    "safety": Group("robot", "robot/safety.py", ("tests/robot/test_safety.py",)),
+    "learner": Group(
+        "vlmrl",
+        "vlmrl/learner.py",
+        ("tests/vlmrl/test_learner.py",),
+        excluded="the trained-run test (tests/buffer/test_priorities_in_a_trained_run.py, a `vlmrl train`)",
+    ),
+}
+
+
+def module_of(mutant: str) -> str:
+    """`agents.sac.xǁSACǁupdate__mutmut_3` -> `agents/sac.py`."""
+    dotted = mutant.split(".xǁ")[0] if ".xǁ" in mutant else mutant.split(".x_")[0]
+    return dotted.replace(".", "/") + ".py"
+
+
+def patterns(group: Group) -> list[str]:
+    """mutmut name globs of the group's functions (methods: ``mod.xǁClassǁname``, functions: ``mod.x_name``)."""
+    module = group.mutate.removesuffix(".py").replace("/", ".")
+    out = []
+    for name in group.functions:
+        out += [f"{module}.xǁ*ǁ{name}__mutmut_*", f"{module}.x_{name}__mutmut_*"]
+    return out
+
+
+def prepare(name: str, group: Group, scratch: Path) -> Path:
+    directory = scratch / name
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    for item in COPIED:
+        src = ROOT / item
+        if src.is_dir():
+            shutil.copytree(
+                src, directory / item, ignore=shutil.ignore_patterns("__pycache__", ".hypothesis")
+            )
+        else:
+            shutil.copy(src, directory / item)
+    settings = {
+        "source_paths": [group.source],
+        "only_mutate": [group.mutate],
+        "pytest_add_cli_args_test_selection": list(group.tests),
+        "also_copy": [d for d in COPIED if d != "pyproject.toml"],
+        # Hypothesis with a fixed seed: the same examples for every mutant (no flaky kills).
+        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-x", "-q", "--hypothesis-seed=0"],
+        "do_not_mutate_patterns": [r"^\s*raise \w+"],
+        # A mutant taking 8x the tests' time (plus 1 s) is a timeout; generous, as the machine is shared.
+        "timeout_multiplier": 8.0,
+        "use_git_change_detection": False,
+    }
+    lines = ["", "[tool.mutmut]"] + [f"{key} = {json.dumps(value)}" for key, value in settings.items()]
+    with open(directory / "pyproject.toml", "a") as f:
+        f.write("\n".join(lines) + "\n")
+    return directory
+
+
+def results(directory: Path) -> dict[str, str]:
+    out = subprocess.run(
+        [str(MUTMUT), "results", "--all", "true"], cwd=directory, capture_output=True, text=True, check=True
+    ).stdout
+    status = {}
+    for line in out.splitlines():
+        if ": " in line:
+            mutant, _, verdict = line.strip().partition(": ")
+            status[mutant] = verdict
+    return status
+
+
+def run_group(name: str, group: Group, scratch: Path, jobs: int) -> dict[str, object]:
+    directory = prepare(name, group, scratch)
+    env = os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": ""}
+    env |= {"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
+    started = datetime.datetime.now(datetime.UTC)
+    cmd = ["nice", "-n", "19", str(MUTMUT), "run", "--max-children", str(jobs), *patterns(group)]
+    with open(directory / "mutmut.log", "w") as log:
+        subprocess.run(cmd, cwd=directory, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+    minutes = (datetime.datetime.now(datetime.UTC) - started).total_seconds() / 60
+    status = results(directory)
+    modules: dict[str, Counter[str]] = {}
+    survivors = []
+    for mutant, verdict in sorted(status.items()):
+        modules.setdefault(module_of(mutant), Counter())[verdict] += 1
+        if verdict == "survived":
+            diff = subprocess.run(
+                [str(MUTMUT), "show", mutant], cwd=directory, capture_output=True, text=True, check=False
+            ).stdout
+            changed = [ln for ln in diff.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
+            survivors.append({"mutant": mutant, "diff": changed})
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+    ).stdout.strip()
+    report = {
+        "group": name,
+        "mutated": group.mutate,
+        "functions": list(group.functions) or "all",
+        "tests": list(group.tests),
+        "excluded": group.excluded,
+        "modules": {module: dict(counts) for module, counts in modules.items()},
+        "survivors": survivors,
+        "command": f"make mutation MUTATION_GROUPS={name} MUTATION_JOBS={jobs}",
+        "commit": commit,
+        "date": started.strftime("%Y-%m-%d %H:%M UTC"),
+        "minutes": round(minutes, 1),
+        "load_average_at_end": round(os.getloadavg()[0], 1),
+    }
+    out = ROOT / "results" / "mutation" / f"{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+    for module, counts in modules.items():
+        killed, survived = counts["killed"], counts["survived"]
+        score = 100 * killed / (killed + survived) if killed + survived else 0.0
+        print(
+            f"{module}: killed {killed}, survived {survived}, not covered {counts['no tests']}, "
+            f"timeout {counts['timeout']}, not mutated {counts['not checked']}: score {score:.0f}% "
+            f"of covered mutants ({minutes:.0f} min)"
+        )
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("groups", nargs="*", default=list(GROUPS), help=f"of {list(GROUPS)}")
+    parser.add_argument("--jobs", type=int, default=1, help="mutants tested in parallel")
+    parser.add_argument("--scratch", type=Path, default=Path("/tmp/vlmrl-mutation"), help="scratch copies")
+    args = parser.parse_args()
+    unknown = [g for g in args.groups if g not in GROUPS]
+    if unknown:
+        sys.exit(f"unknown mutation group(s) {unknown}; expected some of {list(GROUPS)}")
+    for name in args.groups:
+        print(f"== mutation group {name}: {GROUPS[name].mutate}", flush=True)
+        run_group(name, GROUPS[name], args.scratch, args.jobs)
+
+
+if __name__ == "__main__":
+    main()
