@@ -148,8 +148,10 @@ def prepare(name: str, group: Group, scratch: Path) -> Path:
         # Hypothesis with a fixed seed: the same examples for every mutant (no flaky kills).
         "pytest_add_cli_args": ["-p", "no:cacheprovider", "-x", "-q", "--hypothesis-seed=0"],
         "do_not_mutate_patterns": [r"^\s*raise \w+"],
-        # A mutant taking 8x the tests' time (plus 1 s) is a timeout; generous, as the machine is shared.
+        # A mutant taking 8x (the tests' time + 5 s) is a timeout: generous, as the machine is shared and
+        # the runs are niced (a tight limit turns a slow moment into a false timeout).
         "timeout_multiplier": 8.0,
+        "timeout_constant": 5.0,
         "use_git_change_detection": False,
     }
     lines = ["", "[tool.mutmut]"] + [f"{key} = {json.dumps(value)}" for key, value in settings.items()]
