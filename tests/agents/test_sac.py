@@ -230,3 +230,35 @@ def test_td_target_with_discount_is_the_twin_minimum_minus_the_entropy_term() ->
         q = sac.critic(features, sac.to_unit(torch.as_tensor(batch.action)))
         expected = (q - target).abs().mean(dim=0).numpy()
     np.testing.assert_allclose(sac.update(batch)["td_error"], expected, rtol=1e-4, atol=1e-4)
+
+
+def test_actions_map_between_env_units_and_the_actors_units() -> None:
+    sac = SAC(SMALL, STATE_SPEC, box(2, low=-2.0, high=3.0))
+    env = torch.tensor([[-2.0, 3.0], [0.5, 1.75], [-9.0, 9.0]])
+    unit = sac.to_unit(env)
+    torch.testing.assert_close(unit, torch.tensor([[-1.0, 1.0], [0.0, 0.5], [-1.0, 1.0]]))  # outside: clamped
+    torch.testing.assert_close(sac.to_env(unit[:2]), env[:2])
+
+
+def test_a_checkpoint_from_before_asymmetric_critics_still_loads() -> None:
+    """Checkpoints written before the privileged-state normaliser existed lack its entries."""
+    old = SAC(SMALL, STATE_SPEC, box())
+    old.update(random_batch(STATE_SPEC))
+    state = old.state_dict()
+    state["encoder"] = {
+        k: v for k, v in state["encoder"].items() if not k.startswith("privileged_normalizer.")
+    }
+    new = SAC(dataclasses.replace(SMALL, seed=3), STATE_SPEC, box())
+    new.load_state_dict(state)
+    obs = random_obs(STATE_SPEC, 4, np.random.default_rng(2))
+    np.testing.assert_array_equal(old.act(obs, deterministic=True), new.act(obs, deterministic=True))
+
+
+def test_a_mismatched_checkpoint_is_one_line_naming_the_network() -> None:
+    sac, other = SAC(SMALL, STATE_SPEC, box()), SAC(SACConfig(hidden_dims=(8,)), STATE_SPEC, box())
+    with pytest.raises(AgentError) as info:
+        sac.load_state_dict(other.state_dict())
+    assert (
+        str(info.value)
+        == "agent checkpoint does not match this agent: Error(s) in loading state_dict for Actor:"
+    )
