@@ -8,7 +8,7 @@ DOMAIN := sim robot agents vlm buffer calibration
 export MUJOCO_GL ?= egl
 export PYOPENGL_PLATFORM ?= egl
 
-.PHONY: setup test lint typecheck pytest demo bench clean-venv mutation
+.PHONY: setup test lint typecheck pytest demo bench clean-venv mutation mutation-rerun
 
 setup: $(STAMP)
 
@@ -51,11 +51,14 @@ clean-venv:
 # Mutation testing (mutmut 3, outside `make test`): tools/mutation.py mutates, group by group, the modules
 # that decide what is learned, each in a scratch copy ($(MUTATION_DIR)/<group>) against the fast tests
 # that guard it; it prints a score per module and writes results/mutation/<group>.json (docs/mutation.md).
-# `make mutation MUTATION_GROUPS="sac safety"` runs a subset; `cd $(MUTATION_DIR)/<group> &&
-# $(CURDIR)/.venv/bin/mutmut results` lists the survivors.
+# `make mutation MUTATION_GROUPS="sac safety"` runs a subset; `make mutation-rerun` re-tests only the last
+# run's survivors and timeouts with today's tests; `cd $(MUTATION_DIR)/<group> && $(CURDIR)/.venv/bin/mutmut
+# results` lists the survivors.
 MUTATION_GROUPS ?= samplers replay sac safety learner
 MUTATION_DIR ?= /tmp/vlmrl-mutation
 MUTATION_JOBS ?= 1
 mutation: setup
 	$(PY) tools/mutation.py --jobs $(MUTATION_JOBS) --scratch $(MUTATION_DIR) $(MUTATION_GROUPS)
+mutation-rerun: setup
+	$(PY) tools/mutation.py --rerun --jobs $(MUTATION_JOBS) --scratch $(MUTATION_DIR) $(MUTATION_GROUPS)
 

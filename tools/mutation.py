@@ -11,7 +11,10 @@ condition input validation, both tested elsewhere).
 Prints one line per module and writes ``results/mutation/<group>.json`` (counts, surviving mutants
 with their diffs, command, commit, date, load), which docs/mutation.md and the README quote.
 
-    python tools/mutation.py [--jobs N] [--scratch DIR] [GROUP ...]
+    python tools/mutation.py [--jobs N] [--scratch DIR] [--rerun] [GROUP ...]
+
+``--rerun`` (``make mutation-rerun``) copies today's tests into the last run's scratch copy and re-tests
+only the mutants that survived or timed out there: killed mutants stay killed as tests are added.
 """
 
 from __future__ import annotations
@@ -129,6 +132,7 @@ def patterns(group: Group) -> list[str]:
 
 
 def prepare(name: str, group: Group, scratch: Path) -> Path:
+    """A fresh scratch copy of the tree with the group's mutmut settings in its pyproject.toml."""
     directory = scratch / name
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
@@ -172,15 +176,39 @@ def results(directory: Path) -> dict[str, str]:
     return status
 
 
-def run_group(name: str, group: Group, scratch: Path, jobs: int) -> dict[str, object]:
-    directory = prepare(name, group, scratch)
+def run_group(name: str, group: Group, scratch: Path, jobs: int, rerun: bool) -> dict[str, object]:
+    """Mutate and test a group in a fresh scratch copy, or (``rerun``) re-test the survivors and timeouts
+    of the last run there against the current tests (mutants killed before stay killed: tests only grow)."""
+    directory = scratch / name
+    if rerun:
+        for sub in (directory, directory / "mutants"):
+            shutil.rmtree(sub / "tests")
+            shutil.copytree(ROOT / "tests", sub / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+        previous = results(directory)
+        names = [m for m, verdict in previous.items() if verdict in ("survived", "timeout", "suspicious")]
+    else:
+        prepare(name, group, scratch)
+        names = patterns(group)
     env = os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": ""}
     env |= {"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
     started = datetime.datetime.now(datetime.UTC)
-    cmd = ["nice", "-n", "19", str(MUTMUT), "run", "--max-children", str(jobs), *patterns(group)]
-    with open(directory / "mutmut.log", "w") as log:
-        subprocess.run(cmd, cwd=directory, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+    cmd = ["nice", "-n", "19", str(MUTMUT), "run", "--max-children", str(jobs), *names]
+    with open(directory / ("mutmut-rerun.log" if rerun else "mutmut.log"), "w") as log:
+        if names or not rerun:
+            subprocess.run(cmd, cwd=directory, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
     minutes = (datetime.datetime.now(datetime.UTC) - started).total_seconds() / 60
+    return summarise(name, group, directory, jobs, started, minutes, rerun)
+
+
+def summarise(
+    name: str,
+    group: Group,
+    directory: Path,
+    jobs: int,
+    started: datetime.datetime,
+    minutes: float,
+    rerun: bool,
+) -> dict[str, object]:
     status = results(directory)
     modules: dict[str, Counter[str]] = {}
     survivors = []
@@ -195,7 +223,16 @@ def run_group(name: str, group: Group, scratch: Path, jobs: int) -> dict[str, ob
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
     ).stdout.strip()
-    report = {
+    out = ROOT / "results" / "mutation" / f"{name}.json"
+    report: dict[str, object] = json.loads(out.read_text()) if rerun and out.exists() else {}
+    run = {
+        "command": f"make mutation{'-rerun' if rerun else ''} MUTATION_GROUPS={name} MUTATION_JOBS={jobs}",
+        "commit": commit,
+        "date": started.strftime("%Y-%m-%d %H:%M UTC"),
+        "minutes": round(minutes, 1),
+        "load_average_at_end": round(os.getloadavg()[0], 1),
+    }
+    report |= {
         "group": name,
         "mutated": group.mutate,
         "functions": list(group.functions) or "all",
@@ -203,13 +240,8 @@ def run_group(name: str, group: Group, scratch: Path, jobs: int) -> dict[str, ob
         "excluded": group.excluded,
         "modules": {module: dict(counts) for module, counts in modules.items()},
         "survivors": survivors,
-        "command": f"make mutation MUTATION_GROUPS={name} MUTATION_JOBS={jobs}",
-        "commit": commit,
-        "date": started.strftime("%Y-%m-%d %H:%M UTC"),
-        "minutes": round(minutes, 1),
-        "load_average_at_end": round(os.getloadavg()[0], 1),
+        "rerun" if rerun else "run": run,
     }
-    out = ROOT / "results" / "mutation" / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     for module, counts in modules.items():
@@ -228,13 +260,18 @@ def main() -> None:
     parser.add_argument("groups", nargs="*", default=list(GROUPS), help=f"of {list(GROUPS)}")
     parser.add_argument("--jobs", type=int, default=1, help="mutants tested in parallel")
     parser.add_argument("--scratch", type=Path, default=Path("/tmp/vlmrl-mutation"), help="scratch copies")
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="re-test the last run's survivors and timeouts with today's tests",
+    )
     args = parser.parse_args()
     unknown = [g for g in args.groups if g not in GROUPS]
     if unknown:
         sys.exit(f"unknown mutation group(s) {unknown}; expected some of {list(GROUPS)}")
     for name in args.groups:
         print(f"== mutation group {name}: {GROUPS[name].mutate}", flush=True)
-        run_group(name, GROUPS[name], args.scratch, args.jobs)
+        run_group(name, GROUPS[name], args.scratch, args.jobs, args.rerun)
 
 
 if __name__ == "__main__":
