@@ -13,44 +13,49 @@ EPISODE_STEPS = 4
 
 
 class CountingAgent:
-    """Acts with ones; each update returns a loss and unit TD errors, and counts itself."""
+    """Acts with ones; each update returns a loss and TD errors 0.5, 1.5, ..., and counts itself."""
 
     def __init__(self) -> None:
         self.num_updates = 0
         self.batch_keys: list[list[str]] = []
         self.last_indices = np.zeros(0, np.int64)
+        self.obs_keys: list[list[str]] = []
 
     def act(self, obs):
+        self.obs_keys.append(sorted(obs))
         return np.ones(2, np.float32)
 
     def update(self, batch):
         self.num_updates += 1
         self.batch_keys.append(sorted(batch.obs))
         self.last_indices = batch.indices
-        return {"critic_loss": float(self.num_updates), "td_error": np.ones(len(batch.indices), np.float32)}
+        td_error = np.arange(len(batch.indices), dtype=np.float32) + 0.5
+        return {"critic_loss": float(self.num_updates), "td_error": td_error}
 
 
 class Steps:
-    """An experience source of fixed-length episodes; records the actions it was given."""
+    """An experience source of fixed-length episodes; records the actions it was given. Observations also
+    carry ``extra``, a key the policy does not read."""
 
-    def __init__(self, buffer, log: list[str]) -> None:
-        self.buffer, self.log, self.actions = buffer, log, []
+    def __init__(self, buffer, log: list[str], steps: int = EPISODE_STEPS) -> None:
+        self.buffer, self.log, self.actions, self.steps = buffer, log, [], steps
 
     def collect(self, episode, act, after_step):
         self.log.append(f"collect {episode}")
-        for t in range(EPISODE_STEPS):
-            obs = {"state": np.full(3, t, np.float32)}
+        for t in range(self.steps):
+            obs = {"state": np.full(3, t, np.float32), "extra": np.zeros(1, np.float32)}
             action = act(obs)
             self.actions.append(action)
-            last = t == EPISODE_STEPS - 1
-            nxt = {"state": np.full(3, t + 1, np.float32)}
+            last = t == self.steps - 1
+            nxt = {"state": np.full(3, t + 1, np.float32), "extra": np.zeros(1, np.float32)}
             self.buffer.add_step(obs, action, 1.0, False, last, {"success": 0.0, "progress": 0.0}, nxt)
             after_step()
-        return {"return": float(EPISODE_STEPS), "length": float(EPISODE_STEPS), "success": 0.0}
+        return {"return": float(self.steps), "length": float(self.steps), "success": 0.0}
 
 
 def learner_for(plan: UpdatePlan, tmp_buffer_cfg: BufferConfig | None = None):
-    buffer = make_buffer(tmp_buffer_cfg or BufferConfig(capacity_steps=200), {"state": ((3,), np.float32)}, 2)
+    spec = {"state": ((3,), np.float32), "extra": ((1,), np.float32)}
+    buffer = make_buffer(tmp_buffer_cfg or BufferConfig(capacity_steps=200), spec, 2)
     agent, state = CountingAgent(), LoopState()
     low, high = -np.full(2, 0.5, np.float32), np.full(2, 0.5, np.float32)
     return (
@@ -86,6 +91,7 @@ def test_per_step_updates_start_after_learning_starts_and_the_warm_up_acts_at_ra
     assert np.all(np.abs(random) <= 0.5) and not np.allclose(random, random[0])  # uniform in the bounds
     assert all(action.dtype == np.float32 for action in source.actions[:6])
     assert np.all(policy == 1.0)  # the agent's
+    assert agent.obs_keys == [["state"]] * 6  # it reads the policy's keys only
     assert all(keys == ["state"] for keys in agent.batch_keys)
     buffer.close()
 
@@ -97,12 +103,14 @@ def test_between_episode_updates_run_utd_per_collected_step_and_feed_td_errors_t
     learner, agent, buffer, _ = learner_for(
         plan, BufferConfig(capacity_steps=200, sampler=PERSamplerConfig())
     )
-    fed: list[int] = []
-    monkeypatch.setattr(buffer, "update_priorities", lambda indices, errors: fed.append(len(indices)))
+    fed: list[np.ndarray] = []
+    monkeypatch.setattr(buffer, "update_priorities", lambda indices, errors: fed.append(np.asarray(errors)))
     log: list[str] = []
     stats = run(learner, Steps(buffer, log), 2, log)
     assert [s["updates"] for s in stats] == [2.0 * EPISODE_STEPS] * 2
-    assert agent.num_updates == 2 * 2 * EPISODE_STEPS and fed == [4] * agent.num_updates
+    assert [s["return"] for s in stats] == [float(EPISODE_STEPS)] * 2  # the episode's stats are kept
+    assert agent.num_updates == 2 * 2 * EPISODE_STEPS and len(fed) == agent.num_updates
+    assert all(np.array_equal(errors, np.arange(4) + 0.5) for errors in fed)  # the agent's TD errors
     assert stats[0]["critic_loss"] == pytest.approx(np.mean(np.arange(1, 9)))  # the mean over the updates
     buffer.close()
 
@@ -162,4 +170,13 @@ def test_each_episode_is_scored_after_it_is_collected_and_the_stats_carry_the_sc
     assert EPISODE_STEPS + 1 in agent.last_indices  # the first row after them was drawn
     assert stats[1]["demo_share"] == pytest.approx(np.mean(agent.last_indices < EPISODE_STEPS + 1))
     assert 0.0 < stats[1]["demo_share"] < 1.0
+    buffer.close()
+
+
+def test_per_step_updates_start_with_the_first_stored_transition():
+    plan = UpdatePlan(batch_size=2, policy_keys=("state",))
+    learner, agent, buffer, state = learner_for(plan)
+    run(learner, Steps(buffer, [], steps=1), 3, [])  # one-transition episodes
+    assert state.step == 3 and agent.num_updates == 3
+    assert learner.update(0) == {}
     buffer.close()
