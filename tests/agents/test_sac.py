@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import gymnasium as gym
 import numpy as np
@@ -11,7 +12,7 @@ import torch
 
 from agents.config import PixelEncoderConfig, SACConfig
 from agents.errors import AgentError
-from agents.networks import TwinCritic
+from agents.networks import TwinCritic, squash
 from agents.sac import SAC
 from buffer.batch import Batch
 
@@ -131,6 +132,7 @@ def test_temperature_is_learned_only_when_autotuned() -> None:
         fixed.update(random_batch(STATE_SPEC, seed=seed))
     assert tuned.alpha != pytest.approx(1.0)
     assert fixed.alpha == pytest.approx(0.2)
+    assert tuned.num_updates == fixed.num_updates == 3
 
 
 def test_layer_norm_critics_train() -> None:
@@ -229,7 +231,10 @@ def test_td_target_with_discount_is_the_twin_minimum_minus_the_entropy_term() ->
         features = torch.cat([sac.encoder(obs), sac.encoder.privileged(obs)], -1)
         q = sac.critic(features, sac.to_unit(torch.as_tensor(batch.action)))
         expected = (q - target).abs().mean(dim=0).numpy()
-    np.testing.assert_allclose(sac.update(batch)["td_error"], expected, rtol=1e-4, atol=1e-4)
+        critic_loss = 0.5 * (q - target).pow(2).mean(dim=1).sum()  # summed over the twin, unit weights
+    metrics = sac.update(batch)
+    np.testing.assert_allclose(metrics["td_error"], expected, rtol=1e-4, atol=1e-4)
+    assert metrics["critic_loss"] == pytest.approx(float(critic_loss), rel=1e-4)
 
 
 def test_actions_map_between_env_units_and_the_actors_units() -> None:
@@ -262,3 +267,91 @@ def test_a_mismatched_checkpoint_is_one_line_naming_the_network() -> None:
         str(info.value)
         == "agent checkpoint does not match this agent: Error(s) in loading state_dict for Actor:"
     )
+
+
+def noise_of_next_update(sac: SAC, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The (next-action, policy-action) noise the agent's next update draws, in that order."""
+    source = torch.Generator().manual_seed(0)
+    source.set_state(sac.generator.get_state())
+    return torch.randn((batch_size, sac.action_dim), generator=source), torch.randn(
+        (batch_size, sac.action_dim), generator=source
+    )
+
+
+def actor_objective(sac: SAC, batch: Batch, noise: torch.Tensor) -> float:
+    """E[alpha * log pi(a|s) - Q(s, a)], a = pi(s) with the given noise; Q: the twin's minimum, the
+    ensemble's mean for more critics (REDQ)."""
+    with torch.no_grad():
+        obs = sac.obs_to_tensors(batch.obs)
+        features = sac.encoder(obs)
+        action, log_pi = squash(*sac.actor(features), noise)
+        q_all = sac.critic(torch.cat([features, sac.encoder.privileged(obs)], -1), action)
+        q = q_all.min(dim=0).values if sac.cfg.num_critics <= 2 else q_all.mean(dim=0)
+        return float((sac.alpha * log_pi - q).mean())
+
+
+@pytest.mark.parametrize("num_critics", [2, 4])
+def test_actor_loss_is_the_entropy_term_minus_the_critics_and_the_update_lowers_it(num_critics) -> None:
+    """Zero importance weights: the critics stay put, so the actor's own step must lower its objective."""
+    cfg = dataclasses.replace(
+        SMALL, normalize_obs=False, autotune_alpha=False, init_alpha=0.5, num_critics=num_critics
+    )
+    sac = SAC(cfg, STATE_SPEC, box())
+    batch = random_batch(STATE_SPEC, batch=32, seed=4, weights=np.zeros(32, np.float32))
+    _, pi_noise = noise_of_next_update(sac, 32)
+    before = actor_objective(sac, batch, pi_noise)
+    metrics = sac.update(batch)
+    assert metrics["actor_loss"] == pytest.approx(before, rel=1e-4, abs=1e-5)
+    assert actor_objective(sac, batch, pi_noise) < before
+
+
+def test_temperature_moves_towards_the_target_entropy() -> None:
+    """alpha_loss = -log(alpha) * (target_entropy - entropy): alpha grows when the policy's entropy is below
+    the target and shrinks above it."""
+    for target_entropy in (-3.0, 3.0):  # below and above the entropy of a fresh policy (about 0.5)
+        cfg = dataclasses.replace(SMALL, normalize_obs=False, init_alpha=0.5, target_entropy=target_entropy)
+        sac = SAC(cfg, STATE_SPEC, box())
+        metrics = sac.update(random_batch(STATE_SPEC, batch=32, seed=5))
+        gap = target_entropy - metrics["entropy"]
+        assert abs(gap) > 0.5
+        assert metrics["alpha_loss"] == pytest.approx(-math.log(0.5) * gap, rel=1e-4)
+        assert np.sign(math.log(sac.alpha) - math.log(0.5)) == np.sign(gap)
+
+
+def test_redq_target_is_the_minimum_over_a_random_subset_of_the_ensemble() -> None:
+    cfg = dataclasses.replace(SMALL, normalize_obs=False, num_critics=4, target_critics=2, seed=5)
+    sac = SAC(cfg, STATE_SPEC, box())
+    batch = random_batch(STATE_SPEC, batch=32, seed=6)
+    source = torch.Generator().manual_seed(0)
+    source.set_state(sac.generator.get_state())
+    next_noise = torch.randn((32, 2), generator=source)
+    torch.randn((32, 2), generator=source)  # the policy-action noise
+    subset = torch.randperm(4, generator=source)[:2]
+    with torch.no_grad():
+        obs, next_obs = sac.obs_to_tensors(batch.obs), sac.obs_to_tensors(batch.next_obs)
+        next_features = sac.encoder(next_obs)
+        next_action, log_pi = squash(*sac.actor(next_features), next_noise)
+        next_qs = sac.critic_target(next_features, next_action)
+        subset_min, all_min = next_qs[subset].min(0).values, next_qs.min(0).values
+        assert (subset_min - all_min).abs().max() > 0.1  # the subset matters (seed 5: critics 1 and 2)
+        target = torch.as_tensor(batch.reward) + 0.99 * (subset_min - sac.alpha * log_pi)
+        q = sac.critic(sac.encoder(obs), sac.to_unit(torch.as_tensor(batch.action)))
+        expected = (q - target).abs().mean(dim=0).numpy()
+    np.testing.assert_allclose(sac.update(batch)["td_error"], expected, rtol=1e-4, atol=1e-4)
+
+
+def test_privileged_keys_reach_the_critics_but_not_the_actor() -> None:
+    spec = STATE_SPEC | {"privileged": ((3,), np.dtype(np.float32))}
+    cfg = dataclasses.replace(SMALL, normalize_obs=False)  # (normalising would cancel the shift below)
+    agents = [SAC(cfg, spec, box(), privileged_keys=("privileged",)) for _ in range(2)]
+    batch = random_batch(spec, seed=7)
+    shifted = batch._replace(
+        obs=batch.obs | {"privileged": batch.obs["privileged"] + 5.0},
+        next_obs=batch.next_obs | {"privileged": batch.next_obs["privileged"] + 5.0},
+    )
+    td_same, td_shifted = agents[0].update(batch)["td_error"], agents[1].update(shifted)["td_error"]
+    assert not np.allclose(td_same, td_shifted)  # the critics read the privileged state
+    state = {"state": batch.obs["state"][:4]}
+    np.testing.assert_array_equal(
+        agents[0].act(state, deterministic=True).shape, (4, 2)
+    )  # the actor does not
