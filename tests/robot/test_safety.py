@@ -181,3 +181,28 @@ def test_a_blocked_joint_is_not_wound_up():
         out = layer.filter(dict(HOME) | {"shoulder_pan.pos": 90.0}, measured=blocked)
     assert out.command["shoulder_pan.pos"] == pytest.approx(16.0)  # 2 max steps ahead, not 90
     assert "max_lead" in out.clipped
+
+
+def test_the_clip_log_records_each_proposal_as_given(tmp_path):
+    layer = _layer(tmp_path)
+    far = [HOME[k] for k in KEYS[:-1]] + [1000.0]
+    layer.filter(np.array([far]))  # a [1, 6] array
+    layer.filter(dict(HOME) | {"gripper.pos": np.array([1000.0])})  # one-element arrays as values
+    layer.filter(dict(HOME) | {"gripper.pos": "open"})  # not a number: held
+    layer.filter("garbage")
+    layer.close()
+    layer.filter(dict(HOME) | {"gripper.pos": 1000.0})  # after close: clipped, not logged
+    rows = [json.loads(line) for line in (tmp_path / "clips.jsonl").read_text().splitlines()]
+    assert [r["proposed"] for r in rows] == [
+        far,
+        {k: v for k, v in HOME.items()} | {"gripper.pos": 1000.0},
+        {k: v for k, v in HOME.items()} | {"gripper.pos": "'open'"},
+        "'garbage'",
+    ]
+    assert [r["held"] for r in rows] == [False, False, True, True]
+
+
+def test_forward_kinematics_may_return_a_batched_point():
+    layer = _layer(fk=lambda joints: planar_fk(joints)[None, :])  # shape [1, 3]
+    out = layer.filter(dict(HOME) | {"shoulder_pan.pos": 3.0})
+    assert not out.held and out.command["shoulder_pan.pos"] == pytest.approx(3.0)
