@@ -192,7 +192,7 @@ def run_group(name: str, group: Group, scratch: Path, jobs: int, rerun: bool) ->
     env = os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": ""}
     env |= {"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
     started = datetime.datetime.now(datetime.UTC)
-    cmd = ["nice", "-n", "19", str(MUTMUT), "run", "--max-children", str(jobs), *names]
+    cmd = ["nice", "-n", "10", str(MUTMUT), "run", "--max-children", str(jobs), *names]
     with open(directory / ("mutmut-rerun.log" if rerun else "mutmut.log"), "w") as log:
         if names or not rerun:
             subprocess.run(cmd, cwd=directory, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
