@@ -202,7 +202,21 @@ def test_the_clip_log_records_each_proposal_as_given(tmp_path):
     assert [r["held"] for r in rows] == [False, False, True, True]
 
 
-def test_forward_kinematics_may_return_a_batched_point():
-    layer = _layer(fk=lambda joints: planar_fk(joints)[None, :])  # shape [1, 3]
+def test_forward_kinematics_may_return_a_batched_homogeneous_point():
+    layer = _layer(fk=lambda joints: np.append(planar_fk(joints), 1.0)[None, :])  # shape [1, 4]
     out = layer.filter(dict(HOME) | {"shoulder_pan.pos": 3.0})
     assert not out.held and out.command["shoulder_pan.pos"] == pytest.approx(3.0)
+
+
+def test_a_move_through_the_floor_stops_on_it_partway_towards_the_proposal():
+    layer = _layer()
+    last = dict(HOME)
+    for _ in range(40):
+        out = layer.filter(last | {"shoulder_lift.pos": 100.0})
+        if "workspace" in out.clipped:
+            break
+        last = out.command
+    assert "workspace" in out.clipped
+    lift_before, lift_after = last["shoulder_lift.pos"], out.command["shoulder_lift.pos"]
+    assert lift_before < lift_after < lift_before + STEP[KEYS.index("shoulder_lift.pos")]  # partway, forwards
+    assert planar_fk(out.command)[2] == pytest.approx(BOX_LO[2], abs=1e-3)  # on the floor
