@@ -127,6 +127,7 @@ def test_failing_fk_holds_position():
     layer.reset(HOME)
     out = layer.filter(dict(HOME) | {"gripper.pos": 30.0})
     assert out.held and out.command == pytest.approx(HOME)
+    assert out.clipped[0].startswith("fk_failed: ") and layer.clip_counts == {"fk_failed": 1}
 
 
 def test_every_clip_is_logged_to_the_jsonl_file(tmp_path, caplog):
@@ -141,6 +142,10 @@ def test_every_clip_is_logged_to_the_jsonl_file(tmp_path, caplog):
     assert rows[0]["held"] and rows[0]["proposed"][0] == "nan"
     assert rows[1]["command"]["gripper.pos"] == pytest.approx(25.0)
     assert sum("safety step" in r.message for r in caplog.records) == 2
+    assert caplog.records[-1].message == (
+        "safety step 2: joint_limit,max_step -> {shoulder_pan.pos: 0.00, shoulder_lift.pos: 0.00, "
+        "elbow_flex.pos: 60.00, wrist_flex.pos: 30.00, wrist_roll.pos: 0.00, gripper.pos: 25.00}"
+    )
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # detail, not terminal noise
 
 
@@ -200,6 +205,7 @@ def test_the_clip_log_records_each_proposal_as_given(tmp_path):
         "'garbage'",
     ]
     assert [r["held"] for r in rows] == [False, False, True, True]
+    assert [r["step"] for r in rows] == [1, 2, 3, 4]
 
 
 def test_forward_kinematics_may_return_a_batched_homogeneous_point():
