@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import fnmatch
 import json
 import os
 import shutil
@@ -173,9 +174,12 @@ def results(directory: Path) -> dict[str, str]:
     return status
 
 
-def run_group(name: str, group: Group, scratch: Path, jobs: int, rerun: bool) -> dict[str, object]:
+def run_group(
+    name: str, group: Group, scratch: Path, jobs: int, rerun: bool, only: list[str]
+) -> dict[str, object]:
     """Mutate and test a group in a fresh scratch copy, or (``rerun``) re-test the survivors and timeouts
-    of the last run there against the current tests (mutants killed before stay killed: tests only grow)."""
+    of the last run there against the current tests (mutants killed before stay killed: tests only grow),
+    those matching a glob of ``only`` if given."""
     directory = scratch / name
     if rerun:
         for sub in (directory, directory / "mutants"):
@@ -183,6 +187,7 @@ def run_group(name: str, group: Group, scratch: Path, jobs: int, rerun: bool) ->
             shutil.copytree(ROOT / "tests", sub / "tests", ignore=shutil.ignore_patterns("__pycache__"))
         previous = results(directory)
         names = [m for m, verdict in previous.items() if verdict in ("survived", "timeout", "suspicious")]
+        names = [m for m in names if not only or any(fnmatch.fnmatch(m, pattern) for pattern in only)]
     else:
         prepare(name, group, scratch)
         names = patterns(group)
@@ -262,13 +267,16 @@ def main() -> None:
         action="store_true",
         help="re-test the last run's survivors and timeouts with today's tests",
     )
+    parser.add_argument(
+        "--only", action="append", default=[], help="with --rerun: only the survivors matching this glob"
+    )
     args = parser.parse_args()
     unknown = [g for g in args.groups if g not in GROUPS]
     if unknown:
         sys.exit(f"unknown mutation group(s) {unknown}; expected some of {list(GROUPS)}")
     for name in args.groups:
         print(f"== mutation group {name}: {GROUPS[name].mutate}", flush=True)
-        run_group(name, GROUPS[name], args.scratch, args.jobs, args.rerun)
+        run_group(name, GROUPS[name], args.scratch, args.jobs, args.rerun, args.only)
 
 
 if __name__ == "__main__":

@@ -156,11 +156,13 @@ def test_actions_are_in_env_units_and_deterministic_mode_is_repeatable() -> None
     assert batched.shape == (4, 3)
 
 
-def test_state_dict_resumes_bit_for_bit() -> None:
-    a = SAC(SMALL, PIXEL_SPEC, box())
+@pytest.mark.parametrize("target_critics", [None, 2])
+def test_state_dict_resumes_bit_for_bit(target_critics) -> None:
+    cfg = SMALL if target_critics is None else dataclasses.replace(SMALL, num_critics=4, target_critics=2)
+    a = SAC(cfg, PIXEL_SPEC, box())
     for seed in range(2):
         a.update(random_batch(PIXEL_SPEC, seed=seed))
-    b = SAC(dataclasses.replace(SMALL, seed=7), PIXEL_SPEC, box())
+    b = SAC(dataclasses.replace(cfg, seed=7), PIXEL_SPEC, box())
     b.load_state_dict(a.state_dict())
     for seed in range(2, 4):
         ma, mb = a.update(random_batch(PIXEL_SPEC, seed=seed)), b.update(random_batch(PIXEL_SPEC, seed=seed))
@@ -290,7 +292,7 @@ def actor_objective(sac: SAC, batch: Batch, noise: torch.Tensor) -> float:
         return float((sac.alpha * log_pi - q).mean())
 
 
-@pytest.mark.parametrize("num_critics", [2, 4])
+@pytest.mark.parametrize("num_critics", [2, 3])
 def test_actor_loss_is_the_entropy_term_minus_the_critics_and_the_update_lowers_it(num_critics) -> None:
     """Zero importance weights: the critics stay put, so the actor's own step must lower its objective."""
     cfg = dataclasses.replace(
