@@ -154,6 +154,9 @@ def test_bad_config_and_bad_calls_raise_robot_error():
         SafetyLayer(SafetyConfig(joint_limits={}), KEYS)
     with pytest.raises(RobotError, match="is empty"):
         SafetyLayer(SafetyConfig(joint_limits={k: (1.0, 1.0) for k in KEYS}), KEYS)
+    with pytest.raises(RobotError, match="must be positive"):
+        SafetyLayer(SafetyConfig(max_step={k: 0.0 for k in KEYS}), KEYS)
+    SafetyLayer(SafetyConfig(max_step={k: 0.5 for k in KEYS}), KEYS)  # small steps are fine
     layer = SafetyLayer(SafetyConfig(), KEYS)
     with pytest.raises(RobotError, match="before reset"):
         layer.filter(HOME)
