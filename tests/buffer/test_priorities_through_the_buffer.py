@@ -31,7 +31,10 @@ def test_td_errors_given_to_the_buffer_make_those_transitions_the_ones_sampled()
         hot = rows[[3, 27]]
         td = np.full(len(rows), 1e-3)
         td[[3, 27]] = 10.0
-        buf.update_priorities(rows, td)
+        if isinstance(sampler, PERSamplerConfig):  # columns, as a [B, 1] critic output: flattened
+            buf.update_priorities(rows[:, None], td[:, None])
+        else:
+            buf.update_priorities(rows, td)
         after = buf.sample(400, keys=["state"]).indices
         share_before = np.isin(before, hot).mean()
         share_after = np.isin(after, hot).mean()
