@@ -160,10 +160,12 @@ def test_bad_config_and_bad_calls_raise_robot_error():
     layer = SafetyLayer(SafetyConfig(), KEYS)
     with pytest.raises(RobotError, match="before reset"):
         layer.filter(HOME)
+    with pytest.raises(RobotError, match="^measured joint positions lacks keys"):
+        layer.reset({"gripper.pos": 1.0})
     layer.reset(HOME)
-    with pytest.raises(RobotError, match="lacks keys"):
+    with pytest.raises(RobotError, match="^action lacks keys"):
         layer.filter({"gripper.pos": 1.0})
-    with pytest.raises(RobotError, match="has 3 values"):
+    with pytest.raises(RobotError, match="^action has 3 values"):
         layer.filter(np.zeros(3))
 
 
