@@ -357,3 +357,13 @@ def test_privileged_keys_reach_the_critics_but_not_the_actor() -> None:
     np.testing.assert_array_equal(
         agents[0].act(state, deterministic=True).shape, (4, 2)
     )  # the actor does not
+
+
+def test_a_one_pixel_drq_shift_is_applied() -> None:
+    """Pad 0 trains on the frames as stored; any pad (1 pixel too) shifts them, which changes the TD errors."""
+    batch = random_batch(PIXEL_SPEC, seed=8)
+    td = {}
+    for pad in (0, 1):
+        cfg = dataclasses.replace(SMALL, pixel=dataclasses.replace(SMALL.pixel, shift_pad_px=pad))
+        td[pad] = SAC(cfg, PIXEL_SPEC, box()).update(batch)["td_error"]
+    assert not np.allclose(td[0], td[1])
