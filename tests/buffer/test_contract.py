@@ -52,6 +52,7 @@ def test_sample_is_consistent_and_typed(buf):
     assert batch.obs["pixels/front"].dtype == np.uint8 and batch.obs["state"].dtype == np.float32
     assert batch.action.dtype == np.float32 and batch.weights.dtype == np.float32
     assert batch.indices.dtype == np.int64 and batch.weights.max() == pytest.approx(1.0)
+    assert batch.reward.dtype == batch.terminated.dtype == batch.discount.dtype == np.float32
     last = batch.obs["state"][:, 1] == 8
     np.testing.assert_array_equal(batch.terminated, last.astype(np.float32))
     np.testing.assert_allclose(batch.discount, np.where(last, 0.0, 0.99), rtol=1e-6)
@@ -64,6 +65,30 @@ def test_eviction_keeps_whole_recent_episodes(buf):
     episodes = set(buf.sample(512).obs["state"][:, 0].astype(int))
     assert episodes <= set(range(8, 20)) and len(episodes) > 6
     check_batch_consistent(buf.sample(128))
+
+
+def test_evicted_rows_not_reused_by_the_new_episode_are_never_sampled(buf):
+    for e in range(12):  # 12 episodes x 10 rows fill the 120 rows
+        fill_episode(buf, e, 9)
+    fill_episode(buf, 12, 3)  # 4 rows: evicts episode 0 (10 rows), leaves 6 of its rows unused
+    assert buf.num_episodes == 12
+    episodes = set(buf.sample(2048).obs["state"][:, 0].astype(int))
+    assert episodes == set(range(1, 13))
+
+
+def test_add_episode_returns_the_new_episodes_id(buf):
+    def episode(e: int, length: int) -> dict:
+        frames = [step_obs(e, t) for t in range(length + 1)]
+        return {
+            "obs": {key: np.stack([f[key] for f in frames]) for key in frames[0]},
+            "action": np.array([[e, t] for t in range(length)], np.float32),
+            "reward": np.arange(length, dtype=np.float32),
+            "terminated": np.arange(length) == length - 1,
+            "truncated": np.zeros(length, bool),
+        }
+
+    ids = [buf.add_episode(**episode(e, 29)) for e in range(6)]  # 30 rows each: the 5th evicts the 1st
+    assert ids == list(range(6)) and buf.num_episodes == 4
 
 
 def test_keys_restrict_reads_and_unknown_key_fails(buf):
@@ -158,6 +183,9 @@ def test_n_step_returns_frame_stack_and_aux_reward(make, storage):
         assert stacked.shape == (6, 5, 6)
         np.testing.assert_array_equal(stacked[..., :3], step_obs(0, max(0, t[i] - 1))["pixels/front"])
         np.testing.assert_array_equal(stacked[..., 3:], step_obs(0, t[i])["pixels/front"])
+        stacked_next = batch.next_obs["pixels/front"][i]  # the frames before s_{t+k}, oldest first
+        np.testing.assert_array_equal(stacked_next[..., :3], step_obs(0, t[i] + k - 1)["pixels/front"])
+        np.testing.assert_array_equal(stacked_next[..., 3:], step_obs(0, t[i] + k)["pixels/front"])
 
 
 @pytest.mark.parametrize("storage", STORAGES)
