@@ -97,7 +97,7 @@ def test_keys_restrict_reads_and_unknown_key_fails(buf):
     fill_episode(buf, 0, 5)
     batch = buf.sample(8, keys=("state",))
     assert set(batch.obs) == {"state"} and set(batch.next_obs) == {"state"}
-    with pytest.raises(BufferError, match="pixels/side"):
+    with pytest.raises(BufferError, match=r"unknown observation keys \['pixels/side'\]"):
         buf.sample(8, keys=("pixels/side",))
 
 
@@ -188,6 +188,20 @@ def test_n_step_returns_frame_stack_and_aux_reward(make, storage):
         stacked_next = batch.next_obs["pixels/front"][i]  # the frames before s_{t+k}, oldest first
         np.testing.assert_array_equal(stacked_next[..., :3], step_obs(0, t[i] + k - 1)["pixels/front"])
         np.testing.assert_array_equal(stacked_next[..., 3:], step_obs(0, t[i] + k)["pixels/front"])
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_a_frame_stack_never_reaches_into_the_previous_episode(make, storage):
+    buf = make(storage, frame_stack=3)
+    fill_episode(buf, 0, 5)
+    fill_episode(buf, 1, 5)
+    batch = buf.sample(512)
+    ep, t = batch.obs["state"][:, 0].astype(int), batch.obs["state"][:, 1].astype(int)
+    assert np.any((ep == 1) & (t < 2))
+    for i in np.flatnonzero(ep == 1):
+        for j, back in enumerate((2, 1, 0)):  # oldest first, the episode's first frame repeated
+            frame = batch.obs["pixels/front"][i][..., 3 * j : 3 * j + 3]
+            np.testing.assert_array_equal(frame, step_obs(1, max(0, t[i] - back))["pixels/front"])
 
 
 @pytest.mark.parametrize("storage", STORAGES)
