@@ -119,13 +119,16 @@ def test_start_outside_the_limits_walks_back_in_without_jumping():
     assert cmds == pytest.approx([122.0, 114.0, 106.0, 98.0])
 
 
-def test_failing_fk_holds_position():
+def test_failing_fk_holds_position(tmp_path):
     def broken(_):
         return np.array([np.nan, 0.0, 0.0])
 
-    layer = SafetyLayer(SafetyConfig(), KEYS, forward_kinematics=broken)
+    layer = SafetyLayer(SafetyConfig(), KEYS, forward_kinematics=broken, clip_log=tmp_path / "clips.jsonl")
     layer.reset(HOME)
     out = layer.filter(dict(HOME) | {"gripper.pos": 30.0})
+    layer.close()
+    logged = json.loads((tmp_path / "clips.jsonl").read_text())
+    assert logged["held"] and logged["proposed"]["gripper.pos"] == 30.0
     assert out.held and out.command == pytest.approx(HOME)
     assert out.clipped[0].startswith("fk_failed: ") and layer.clip_counts == {"fk_failed": 1}
 
@@ -160,12 +163,12 @@ def test_bad_config_and_bad_calls_raise_robot_error():
     layer = SafetyLayer(SafetyConfig(), KEYS)
     with pytest.raises(RobotError, match="before reset"):
         layer.filter(HOME)
-    with pytest.raises(RobotError, match="^measured joint positions lacks keys"):
+    with pytest.raises(RobotError, match=r"^measured joint positions lacks keys"):
         layer.reset({"gripper.pos": 1.0})
     layer.reset(HOME)
-    with pytest.raises(RobotError, match="^action lacks keys"):
+    with pytest.raises(RobotError, match=r"^action lacks keys"):
         layer.filter({"gripper.pos": 1.0})
-    with pytest.raises(RobotError, match="^action has 3 values"):
+    with pytest.raises(RobotError, match=r"^action has 3 values"):
         layer.filter(np.zeros(3))
 
 
@@ -231,3 +234,23 @@ def test_a_move_through_the_floor_stops_on_it_partway_towards_the_proposal():
     lift_before, lift_after = last["shoulder_lift.pos"], out.command["shoulder_lift.pos"]
     assert lift_before < lift_after < lift_before + STEP[KEYS.index("shoulder_lift.pos")]  # partway, forwards
     assert planar_fk(out.command)[2] == pytest.approx(BOX_LO[2], abs=1e-3)  # on the floor
+
+
+def test_the_lead_over_the_measured_joints_is_bounded_both_ways_and_silent_within_it():
+    layer = SafetyLayer(SafetyConfig(max_lead_steps=2.0), KEYS)
+    layer.reset(HOME)
+    reachable = dict(HOME) | {"shoulder_pan.pos": 5.0}
+    out = layer.filter(reachable, measured=dict(HOME))
+    assert out.clipped == () and out.command == pytest.approx(reachable)
+    blocked = dict(HOME) | {"shoulder_pan.pos": 5.0}  # the arm stays here
+    for _ in range(10):
+        out = layer.filter(dict(HOME) | {"shoulder_pan.pos": -90.0}, measured=blocked)
+    assert out.command["shoulder_pan.pos"] == pytest.approx(5.0 - 16.0)  # 2 max steps behind, not -90
+    assert out.clipped == ("max_lead",)
+    with pytest.raises(RobotError, match=r"^measured joint positions lacks keys"):
+        layer.filter(HOME, measured={"gripper.pos": 1.0})
+
+
+def test_an_empty_workspace_box_is_refused():
+    with pytest.raises(RobotError, match=r"workspace box .* is empty"):
+        SafetyLayer(SafetyConfig(workspace_min_m=(0.0, 0.0, 0.1), workspace_max_m=(0.4, 0.4, 0.1)), KEYS)
