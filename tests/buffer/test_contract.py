@@ -72,7 +72,7 @@ def test_evicted_rows_not_reused_by_the_new_episode_are_never_sampled(buf):
         fill_episode(buf, e, 9)
     fill_episode(buf, 12, 3)  # 4 rows: evicts episode 0 (10 rows), leaves 6 of its rows unused
     assert buf.num_episodes == 12
-    batch = buf.sample(2048)
+    batch = buf.sample(512)
     assert set(batch.obs["state"][:, 0].astype(int)) == set(range(1, 13))
     assert batch.indices.min() >= buf.episode_rows(1)[0]  # no row of episode 0 (nor a stale -1)
     check_batch_consistent(batch)
