@@ -194,12 +194,15 @@ def run_group(
     env = os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": ""}
     env |= {"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
     started = datetime.datetime.now(datetime.UTC)
+    commit = subprocess.run(  # of the tree copied (the tests, on a re-run), not of the tree at the end
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+    ).stdout.strip()
     cmd = ["nice", "-n", "10", str(MUTMUT), "run", "--max-children", str(jobs), *names]
     with open(directory / ("mutmut-rerun.log" if rerun else "mutmut.log"), "w") as log:
         if names or not rerun:
             subprocess.run(cmd, cwd=directory, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
     minutes = (datetime.datetime.now(datetime.UTC) - started).total_seconds() / 60
-    return summarise(name, group, directory, jobs, started, minutes, rerun)
+    return summarise(name, group, directory, jobs, started, minutes, rerun, commit)
 
 
 def summarise(
@@ -210,6 +213,7 @@ def summarise(
     started: datetime.datetime,
     minutes: float,
     rerun: bool,
+    commit: str,
 ) -> dict[str, object]:
     status = results(directory)
     modules: dict[str, Counter[str]] = {}
@@ -222,9 +226,6 @@ def summarise(
             ).stdout
             changed = [ln for ln in diff.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
             survivors.append({"mutant": mutant, "diff": changed})
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
-    ).stdout.strip()
     out = ROOT / "results" / "mutation" / f"{name}.json"
     report: dict[str, object] = json.loads(out.read_text()) if rerun and out.exists() else {}
     run = {
