@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
+from buffer.errors import BufferError
 from buffer.samplers import PrioritizedSampler, UniformSampler, VLMMixSampler
 from buffer.samplers.sum_tree import SumTree
 
@@ -137,3 +138,36 @@ def test_vlm_td_matches_product():
     s.set_scores(live[::2], scores[::2])
     v = np.where(np.arange(len(live)) % 2 == 0, scores, 0.5).astype(np.float64) + 1e-3
     assert_matches(frequencies(s, live), v * (td + 1e-6) ** 0.6)
+
+
+def test_per_settings_at_their_bounds():
+    for alpha, beta_start in ((0.0, 1.0), (0.6, 0.0)):  # alpha 0 is uniform PER, beta 1 full correction
+        PrioritizedSampler(CAPACITY, alpha=alpha, beta_start=beta_start, beta_anneal_steps=10, eps=1e-6)
+    for alpha, beta_start, eps in ((-0.1, 0.4, 1e-6), (0.6, 1.5, 1e-6), (0.6, 0.4, 0.0)):
+        with pytest.raises(BufferError, match="PER: need"):
+            PrioritizedSampler(CAPACITY, alpha=alpha, beta_start=beta_start, beta_anneal_steps=10, eps=eps)
+    assert make_per().beta == 0.4  # beta_start before the first update
+
+
+def test_per_samples_a_single_low_priority_transition():
+    per = make_per()
+    per.add(np.array([7]))
+    per.update_priorities(np.array([7]), np.array([0.01]))  # total priority below 1
+    positions, weights = per.sample(4, np.random.default_rng(0))
+    np.testing.assert_array_equal(positions, [7] * 4)
+    np.testing.assert_array_equal(weights, np.ones(4, np.float32))
+
+
+def test_per_restored_from_a_state_dict_keeps_adding_and_scoring_like_the_original():
+    original = make_per(score_exponent=1.0)
+    original.add(live_positions())
+    original.update_priorities(np.array([0, 1]), np.array([3.0, 0.5]))
+    original.set_scores(np.array([2]), np.array([0.9]))
+    restored = make_per(score_exponent=1.0)
+    restored.load_state_dict(original.state_dict())
+    for sampler in (original, restored):
+        sampler.add(np.array([60, 61]))  # new rows get the max TD priority seen before the checkpoint
+        sampler.set_scores(np.array([61]), np.array([0.2]))
+    a, b = original.sample(256, np.random.default_rng(1)), restored.sample(256, np.random.default_rng(1))
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
