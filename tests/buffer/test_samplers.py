@@ -171,3 +171,11 @@ def test_per_restored_from_a_state_dict_keeps_adding_and_scoring_like_the_origin
     a, b = original.sample(256, np.random.default_rng(1)), restored.sample(256, np.random.default_rng(1))
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[1], b[1])
+
+
+def test_sum_tree_get_reads_leaves_and_a_capacity_just_past_a_power_of_two_fits():
+    tree = SumTree(5)  # 4 + 1: needs 8 leaves
+    tree.set(np.arange(5), np.array([1.0, 0.0, 2.0, 0.0, 3.0]))
+    np.testing.assert_array_equal(tree.get(np.array([0, 2, 4, 1])), [1.0, 2.0, 3.0, 0.0])
+    assert tree.total == 6.0
+    np.testing.assert_array_equal(tree.find(np.array([0.5, 1.5, 5.9])), [0, 2, 4])
