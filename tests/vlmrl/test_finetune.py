@@ -12,8 +12,9 @@ from agents.config import SACConfig
 from agents.export import load_policy
 from agents.sac import SAC
 from buffer import BufferConfig, make_buffer
-from robot.config import SO101_JOINT_KEYS, ArmConfig, LeRobotEnvConfig, WatchdogConfig
+from robot.config import SO101_JOINT_KEYS
 from sim import SimConfig, make_env
+from tests.vlmrl.pipeline_helpers import finetune_config as config
 from vlm.config import AuxRewardConfig, OracleConfig, WorkerConfig
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines import finetune
@@ -49,27 +50,6 @@ def sim_run(tmp_path, obs_spec=ROBOT_OBS, aux_reward=None):
         run / "checkpoint" / "state.pt",
     )
     return run, agent
-
-
-def config(tmp_path, run, **overrides):
-    base = dict(
-        from_run=run,
-        robot=ArmConfig(type="sim_so101", cameras=("front",), calibration_dir=str(tmp_path / "calib")),
-        env=LeRobotEnvConfig(
-            control_hz=200.0,
-            max_episode_steps=6,
-            image_size=32,
-            reset_settle_steps=1,
-            keyboard_estop=False,
-            watchdog=WatchdogConfig(enabled=False),
-        ),
-        twin_control_hz=20.0,
-        out_dir=tmp_path / "ft",
-        episodes=2,
-        buffer=BufferConfig(storage="zarr", capacity_steps=200, clip_length=3, clip_stride=1),
-        wait_for_scores_s=60.0,
-    )
-    return finetune.Config(**(base | overrides))
 
 
 def test_finetune_learns_on_the_twin_and_persists_everything(tmp_path):

@@ -8,29 +8,11 @@ import zarr
 
 from buffer import BufferError
 from buffer.io import LeRobotReader
-from robot.config import SO101_JOINT_KEYS, ArmConfig, LeRobotEnvConfig, WatchdogConfig
+from robot.config import SO101_JOINT_KEYS, LeRobotEnvConfig, WatchdogConfig
+from tests.vlmrl.pipeline_helpers import record_config as config
 from vlm.config import OracleConfig
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines import record, score
-
-
-def config(tmp_path, **overrides):
-    base = dict(
-        robot=ArmConfig(type="sim_so101", cameras=("front",), calibration_dir=str(tmp_path / "calib")),
-        env=LeRobotEnvConfig(
-            control_hz=200.0,
-            max_episode_steps=10,
-            image_size=32,
-            reset_settle_steps=1,
-            keyboard_estop=False,
-            watchdog=WatchdogConfig(enabled=False),
-        ),
-        twin_control_hz=20.0,
-        out_dir=tmp_path / "rec",
-        source="scripted",
-        episodes=2,
-    )
-    return record.Config(**(base | overrides))
 
 
 def test_scripted_demonstrations_go_to_zarr_and_lerobot_and_can_be_scored(tmp_path):

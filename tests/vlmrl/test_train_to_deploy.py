@@ -15,6 +15,7 @@ from buffer.config import BufferConfig
 from robot.config import ArmConfig, LeRobotEnvConfig, WatchdogConfig
 from robot.contract import JOINT_KEYS
 from sim.config import SimConfig
+from tests.vlmrl.pipeline_helpers import finetune_config
 from vlmrl import cli
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines import deploy
@@ -173,19 +174,12 @@ def test_finetune_on_the_twin_learns_from_the_robots_transitions(tmp_path):
     agent = SACConfig(hidden_dims=(16, 16), utd_ratio=20, critic_lr=3e-3, tau=0.05)
     assert main(robot_policy_run(run_dir, sim=sim, agent=agent)) == 0
     sim_state = load_checkpoint(run_dir)
-    cfg = finetune.Config(
-        from_run=run_dir,
-        task="reach",
-        robot=ArmConfig(type="sim_so101", cameras=("front",), calibration_dir=str(tmp_path / "calib")),
+    cfg = finetune_config(
+        tmp_path, run_dir, task="reach",
         env=LeRobotEnvConfig(
             control_hz=200.0, max_episode_steps=8, reset_settle_steps=1, keyboard_estop=False,
             watchdog=WatchdogConfig(enabled=False),
         ),
-        twin_control_hz=20.0,
-        out_dir=tmp_path / "ft",
-        episodes=2,
-        buffer=BufferConfig(storage="zarr", capacity_steps=200, clip_length=3, clip_stride=1),
-        wait_for_scores_s=60.0,
     )  # fmt: skip
     assert finetune.main(cfg) == 0
     spec = {k: (tuple(s), np.dtype(d)) for k, (s, d) in sim_state["policy_obs_spec"].items()}
