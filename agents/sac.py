@@ -223,7 +223,7 @@ class SAC:
             next_features = encoder(next_obs)
             next_mean, next_log_std = self.actor(next_features)
             next_action, next_log_prob = squash(next_mean, next_log_std, next_noise)
-            next_critic_in = self._critic_input(next_features, next_obs)
+            next_critic_in = self._critic_input(next_features, self._privileged(next_obs))
             next_qs = self.critic_target(next_critic_in, next_action)
             next_q = (next_qs if subset is None else next_qs[subset]).min(dim=0).values
             target = reward + discount * (next_q - alpha * next_log_prob)
@@ -234,7 +234,8 @@ class SAC:
         else:
             with torch.no_grad():
                 features = encoder(obs)
-        q = self.critic(self._critic_input(features, obs), action)
+        privileged = self._privileged(obs)  # once for the critic and the actor losses
+        q = self.critic(self._critic_input(features, privileged), action)
         td = q - target.unsqueeze(0)
         critic_loss = 0.5 * (weights * td.pow(2)).mean(dim=1).sum()
 
@@ -243,7 +244,7 @@ class SAC:
         actor_features = features.detach()
         mean, log_std = self.actor(actor_features)
         pi_action, log_prob = squash(mean, log_std, pi_noise)
-        q_all = self.critic(self._critic_input(actor_features, obs), pi_action, detach_params=True)
+        q_all = self.critic(self._critic_input(actor_features, privileged), pi_action, detach_params=True)
         q_pi = q_all.min(dim=0).values if self.cfg.num_critics <= 2 else q_all.mean(dim=0)
         actor_loss = (alpha * log_prob - q_pi).mean()
         loss = critic_loss + actor_loss
@@ -253,11 +254,14 @@ class SAC:
         stats = torch.stack([critic_loss, actor_loss, alpha_loss, alpha, -log_prob.mean(), q.mean()]).detach()
         return loss, td.detach(), stats
 
-    def _critic_input(self, features: Tensor, obs: dict[str, Tensor]) -> Tensor:
+    def _privileged(self, obs: dict[str, Tensor]) -> Tensor | None:
+        """The privileged part of the critics' input (asymmetric critic), or None without privileged keys."""
+        return self.encoder.privileged(obs) if self.encoder.privileged_keys else None
+
+    @staticmethod
+    def _critic_input(features: Tensor, privileged: Tensor | None) -> Tensor:
         """The critics' observation input: the actor's features, then the privileged part if any."""
-        if not self.encoder.privileged_keys:
-            return features
-        return torch.cat([features, self.encoder.privileged(obs)], dim=-1)
+        return features if privileged is None else torch.cat([features, privileged], dim=-1)
 
     # ------------------------------------------------------------------------------------- checkpoint
     def state_dict(self) -> dict[str, Any]:

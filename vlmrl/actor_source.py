@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import ray
 
 from vlmrl.env_actor import POLICY_VERSION_KEY, EnvActor, PolicySpec, policy_weights
@@ -227,9 +226,3 @@ class ActorEpisodes:
         for slot in self.slots:
             ray.kill(slot.handle, no_restart=True)
             slot.in_flight.clear()
-
-
-def version_counts(versions: np.ndarray) -> dict[int, int]:
-    """Episodes per policy version (a summary of a buffer's ``info/policy_version`` column)."""
-    values, counts = np.unique(versions.astype(np.int64), return_counts=True)
-    return {int(v): int(c) for v, c in zip(values, counts)}
