@@ -113,12 +113,13 @@ def make_storage(
         if path is None:
             raise BufferError("storage 'zarr' needs a path (a directory or an fsspec URL)")
         from buffer.metadata import check_existing_store
-        from buffer.storage.zarr_store import ZarrStorage
+        from buffer.storage.zarr_store import ZarrStorage, local_root
         from buffer.zarr_loop import settle_at_exit
 
-        if "://" not in path or path.startswith("file://"):
+        root = local_root(path)
+        if root is not None:
             # Malformed metadata of a store being reopened: one line, not a traceback from inside zarr.
-            check_existing_store(path.removeprefix("file://"))
+            check_existing_store(root)
 
         settle_at_exit()  # a failed read leaves zarr tasks running: let them finish before exit, quietly
         return ZarrStorage.open_or_create(

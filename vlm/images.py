@@ -26,8 +26,9 @@ def encode_data_url(frame: np.ndarray, image_format: str = "jpeg", jpeg_quality:
     if image_format not in _PIL_FORMATS:
         raise VLMError(f"image_format must be one of {sorted(_PIL_FORMATS)}, got {image_format!r}")
     frame = np.ascontiguousarray(frame)
-    if image_format == "jpeg" and _jpeg_encoder() is not None:
-        data = bytes(_jpeg_encoder()(frame, level=int(jpeg_quality)))
+    encoder = _jpeg_encoder() if image_format == "jpeg" else None
+    if encoder is not None:
+        data = bytes(encoder(frame, level=int(jpeg_quality)))
     else:
         from PIL import Image
 

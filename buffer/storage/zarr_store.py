@@ -52,7 +52,8 @@ from buffer.storage.shard_format import (
 _SMALL_CHUNK_ROWS = 4096
 
 
-def _local_root(path: str) -> Path | None:
+def local_root(path: str) -> Path | None:
+    """The directory of a local store path (plain or ``file://``); None for other fsspec URLs."""
     if path.startswith("file://"):
         return Path(path[len("file://") :])
     return None if "://" in path else Path(path)
@@ -172,7 +173,7 @@ class ZarrStorage:
             )
         if frame_codec in LOSSY_CODECS:
             check_quality(frame_quality)
-        root = _local_root(path)
+        root = local_root(path)
         try:
             group = zarr.open_group(path, mode="a", zarr_format=3)
         except Exception as exc:

@@ -240,8 +240,8 @@ class OpenAIScorer:
             return decoded
         raise VLMError(f"POST {url} failed after {self.cfg.max_retries + 1} attempts: {problem}")
 
-    def _image_parts(self, clip: Clip, tiled: bool = False, subsampled: bool = False) -> list[str]:
-        frames = clip.frames if subsampled else clip.subsample(self.cfg.num_frames).frames
+    def _image_parts(self, clip: Clip, tiled: bool = False) -> list[str]:
+        frames = clip.subsample(self.cfg.num_frames).frames  # a clip subsampled already is returned as is
         if tiled:
             frames = tile_frames(frames)[None]
         return [encode_data_url(f, self.cfg.image_format, self.cfg.jpeg_quality) for f in frames]
@@ -321,7 +321,7 @@ class OpenAIScorer:
             "prompt": prompt,
             "clips": [
                 {
-                    "frames": self._image_parts(c, subsampled=True),
+                    "frames": self._image_parts(c),
                     "info": {k: np.asarray(v, np.float64).tolist() for k, v in c.info.items()},
                 }
                 for c in sent
