@@ -180,3 +180,54 @@ def test_a_run_failing_on_bad_input_leaves_the_previous_run_untouched(tmp_path):
     with pytest.raises(ConfigError, match=r"reads 'pixels/front' as uint8\[16, 16, 3\]"):
         record.main(config(tmp_path, out_dir=elsewhere, source="policy", policy=policy))
     assert not elsewhere.exists()
+
+
+def test_the_twin_records_at_its_training_rate_unless_told_otherwise(tmp_path):
+    """The README's `vlmrl record --source scripted` tripped its watchdog at the default 30 Hz on a busy
+    2-core machine; the twin's policies train and deploy at SimConfig.control_hz (20 Hz)."""
+    from robot.config import ArmConfig
+    from sim import SimConfig
+
+    default = config(tmp_path, env=LeRobotEnvConfig(), twin_control_hz=None)
+    assert record.twin_rate(default).env.control_hz == SimConfig().control_hz
+    chosen = config(tmp_path, env=LeRobotEnvConfig(control_hz=50.0), twin_control_hz=None)
+    assert record.twin_rate(chosen).env.control_hz == 50.0
+    arm = config(
+        tmp_path, env=LeRobotEnvConfig(), twin_control_hz=None, robot=ArmConfig(type="so101_follower")
+    )
+    assert record.twin_rate(arm).env.control_hz == LeRobotEnvConfig().control_hz
+
+
+def test_a_watchdog_stop_keeps_and_exports_the_episodes_committed_before_it(tmp_path, monkeypatch, capsys):
+    """Episode 2 of 3 stalls past the watchdog's limit: episode 1 stays in the store and the LeRobot export
+    (so the README's next line, train --offline runs/rec/lerobot, has data), and the stop is reported."""
+    import time
+
+    from robot.errors import RobotError
+
+    real_make_driver = record.make_driver
+
+    def stalling(cfg, env):
+        propose, on_reset, close = real_make_driver(cfg, env)
+        episode, step = [0], [0]
+
+        def slow(obs):
+            step[0] += 1
+            if episode[0] == 2 and step[0] == 3:
+                time.sleep(1.0)  # 20 periods at 20 Hz: the watchdog trips
+            return propose(obs)
+
+        def reset():
+            episode[0], step[0] = episode[0] + 1, 0
+            on_reset()
+
+        return slow, reset, close
+
+    monkeypatch.setattr(record, "make_driver", stalling)
+    env = LeRobotEnvConfig(
+        control_hz=20.0, max_episode_steps=10, image_size=32, reset_settle_steps=1, keyboard_estop=False
+    )
+    with pytest.raises(RobotError, match=r"(stale observation|control loop overran).*lower --env.control-hz"):
+        record.main(config(tmp_path, env=env, episodes=3))
+    assert "1 new episode(s)" in capsys.readouterr().out
+    assert [e.index for e in LeRobotReader(tmp_path / "rec" / "lerobot").episodes()] == [0]

@@ -11,6 +11,12 @@ then committed to ``out_dir/episodes.zarr`` (a crash loses at most the episode i
 reopened and extended by later runs. At the end every stored episode is exported to
 ``out_dir/lerobot`` (LeRobotDataset v3.0 through ``buffer.io.export_lerobot``, LeRobot's own writer;
 rebuilt, then swapped in; a failed export leaves the previous one and says the new episodes are kept).
+A run that stops early (the watchdog, an emergency stop, Ctrl-C) still exports the episodes committed
+before the stop, then reports the stop.
+
+On the twin (``--robot.type sim_so101``), ``--env.control-hz`` left at its default becomes the rate the
+twin's policies train at (``--source policy``: the policy's; otherwise ``SimConfig.control_hz``, 20 Hz),
+so recorded episodes match training and deploy, and a busy machine has 75 ms per step, not 50.
 
 Nothing in ``out_dir`` changes before the inputs are checked (robot, driver, policy, an existing store);
 a run that fails on them removes what it created and leaves the previous run's files as they were.
@@ -21,13 +27,15 @@ from __future__ import annotations
 import logging
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from buffer.storage.shard_format import DEFAULT_JPEG_QUALITY, FrameCodec
+from robot.config import LeRobotEnvConfig
+from robot.errors import RobotError
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines.common import (
     RobotEnvConfig,
@@ -115,6 +123,32 @@ def make_driver(cfg: Config, env: Any) -> tuple[Driver, Callable[[], None], Call
     return (lambda obs: ordered(jog.action(env.measured))), (lambda: jog.sync(env.measured)), jog.close
 
 
+def twin_rate(cfg: Config) -> Config:
+    """``cfg`` with the twin's training rate as ``env.control_hz`` where it is left at its default.
+
+    A policy trained in the twin acts at ``SimConfig.control_hz`` (or what its ``policy.pt`` says), and
+    ``vlmrl deploy`` runs it at that rate; recording the twin at another rate would make episodes that
+    neither match training nor replay at the right speed. Real arms and rates the user set are kept.
+    """
+    if (
+        cfg.robot.type != "sim_so101"
+        or cfg.twin_control_hz is not None
+        or cfg.env.control_hz != LeRobotEnvConfig().control_hz
+    ):
+        return cfg
+    from sim.config import SimConfig
+
+    hz = SimConfig().control_hz
+    if cfg.source == "policy" and cfg.policy is not None and cfg.policy.is_file():
+        from agents.export import load_policy
+
+        hz = float(load_policy(cfg.policy).run.get("control_hz") or hz)
+    print(
+        f"record: the twin runs at {hz:g} Hz, the rate its policies train at (--env.control-hz sets another)"
+    )
+    return replace(cfg, env=replace(cfg.env, control_hz=hz))
+
+
 def main(cfg: Config) -> int:
     """Record ``cfg.episodes`` episodes; returns 0."""
     from buffer import BufferConfig
@@ -126,6 +160,7 @@ def main(cfg: Config) -> int:
         raise ConfigError(f"--episodes {cfg.episodes}: expected at least 1")
     if cfg.source == "policy" and (cfg.policy is None or not cfg.policy.is_file()):
         raise ConfigError(f"--source policy needs --policy pointing at a policy.pt (got {cfg.policy})")
+    cfg = twin_rate(cfg)
     store = cfg.out_dir / "episodes.zarr"
     new = NewPaths(cfg.out_dir, ["safety.jsonl", "episodes.zarr"])
     with new.removed_on_failure():
@@ -161,6 +196,7 @@ def main(cfg: Config) -> int:
             write_config(cfg, cfg.out_dir)  # the inputs are valid: this run's config replaces the last
         keys = OperatorKeys()
         recorded, attempt = 0, 0
+        stop: BaseException | None = None
         try:
             while recorded < cfg.episodes:
                 episode = record_episode(env, propose, on_reset, keys, seed=cfg.seed + attempt)
@@ -171,20 +207,36 @@ def main(cfg: Config) -> int:
                 buffer.add_episode(**episode)
                 recorded += 1
                 print(f"record: episode {recorded}/{cfg.episodes}: {len(episode['action'])} steps")
+        except (RobotError, KeyboardInterrupt) as exc:  # a stop: what was committed is kept and exported
+            stop = exc
         finally:
             held = buffer.num_episodes
             close_driver()
             keys.close()
             buffer.close()
     kept = f"record: {recorded} new episode(s) -> {store}, which holds {held} episode(s)"
-    if cfg.export_lerobot:
+    if stop is not None:
+        kept += f"; stopped during episode {recorded + 1}/{cfg.episodes}, which is not kept"
+    if cfg.export_lerobot and held > 0:
         try:
             export_store(store, cfg.out_dir / "lerobot", cfg)
         except BaseException:
             print(f"{kept}; the LeRobot export failed ({cfg.out_dir / 'lerobot'} left as it was):")
             raise
     print(kept)
+    if stop is not None:
+        if isinstance(stop, RobotError) and cfg.robot.type == "sim_so101" and watchdog_trip(stop):
+            raise RobotError(
+                f"{stop}: the twin could not render and step within the watchdog's limit on this machine; "
+                "lower --env.control-hz or free the CPU"
+            ) from stop
+        raise stop
     return 0
+
+
+def watchdog_trip(exc: RobotError) -> bool:
+    """Whether ``exc`` is the watchdog's stop (``robot.watchdog``: a stale observation or an overrun)."""
+    return "stale observation" in str(exc) or "control loop overran" in str(exc)
 
 
 def record_episode(
