@@ -114,6 +114,9 @@ class IntrinsicsResult:
     rms_px: float
     """Reprojection RMS over all corners of the accepted images, in pixels."""
     images: list[ImageReport] = field(default_factory=list)
+    std_px: dict[str, float] = field(default_factory=dict)
+    """One standard deviation of fx, fy, cx, cy (pixels) as the fit estimates it (OpenCV's
+    ``calibrateCameraExtended``); a parameter the fit holds fixed has 0."""
 
     @property
     def accepted(self) -> list[ImageReport]:
@@ -183,7 +186,7 @@ def calibrate_intrinsics(
             on_image(name)
     _require_enough(detections, len(names), cfg)
 
-    intrinsics, rms, poses, errors = _fit(detections, image_size, cfg)
+    intrinsics, rms, poses, errors, std = _fit(detections, image_size, cfg)
     median = float(np.median(list(errors.values())))
     threshold = max(cfg.outlier_factor * median, cfg.outlier_min_px)
     outliers = {name for name, err in errors.items() if err > threshold}
@@ -197,7 +200,7 @@ def calibrate_intrinsics(
                 rms_px=errors[name],
                 detection=detections.pop(name),
             )
-        intrinsics, rms, poses, errors = _fit(detections, image_size, cfg)
+        intrinsics, rms, poses, errors, std = _fit(detections, image_size, cfg)
     for name, detection in detections.items():
         reports[name] = ImageReport(
             name,
@@ -207,7 +210,7 @@ def calibrate_intrinsics(
             detection=detection,
             T_camera_board=poses[name],
         )
-    return IntrinsicsResult(intrinsics, rms, [reports[name] for name in names])
+    return IntrinsicsResult(intrinsics, rms, [reports[name] for name in names], std)
 
 
 def _require_enough(detections: dict[str, BoardDetection], n_images: int, cfg: IntrinsicsConfig) -> None:
@@ -224,7 +227,7 @@ def _require_enough(detections: dict[str, BoardDetection], n_images: int, cfg: I
 
 def _fit(
     detections: dict[str, BoardDetection], image_size: tuple[int, int], cfg: IntrinsicsConfig
-) -> tuple[CameraIntrinsics, float, dict[str, np.ndarray], dict[str, float]]:
+) -> tuple[CameraIntrinsics, float, dict[str, np.ndarray], dict[str, float], dict[str, float]]:
     names = list(detections)
     object_points = [detections[name].object_points_m.reshape(-1, 1, 3) for name in names]
     image_points = [detections[name].corners_px.reshape(-1, 1, 2) for name in names]
@@ -234,7 +237,9 @@ def _fit(
         flags |= cv2.CALIB_FIX_ASPECT_RATIO
     criteria = (cv2.TERM_CRITERIA_COUNT + cv2.TERM_CRITERIA_EPS, 100, 1e-9)
     try:
-        rms, fitted_matrix, dist, rvecs, tvecs = cv2.calibrateCamera(
+        # The extended fit also estimates each parameter's standard deviation (the sim sizes its camera
+        # randomisation from them, issue #19).
+        rms, fitted_matrix, dist, rvecs, tvecs, std_intrinsics, _, _ = cv2.calibrateCameraExtended(
             object_points,
             image_points,
             image_size,
@@ -255,7 +260,8 @@ def _fit(
         projected = intrinsics.project(detections[name].object_points_m, poses[name])
         residual = projected - detections[name].corners_px
         errors[name] = float(np.sqrt(np.mean(np.sum(residual**2, axis=1))))
-    return intrinsics, float(rms), poses, errors
+    std = {k: float(v) for k, v in zip(("fx", "fy", "cx", "cy"), np.asarray(std_intrinsics).reshape(-1))}
+    return intrinsics, float(rms), poses, errors, std
 
 
 def estimate_board_pose(intrinsics: CameraIntrinsics, detection: BoardDetection) -> tuple[np.ndarray, float]:

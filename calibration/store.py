@@ -31,6 +31,7 @@ SCHEMA_VERSION = 1
 """Bumped when the file layout changes; files with another version are stale and must be redone."""
 CAMERA_SCHEMA = "vlmrl.calibration.camera"
 HAND_EYE_SCHEMA = "vlmrl.calibration.hand_eye"
+_STD_KEYS = ("fx", "fy", "cx", "cy")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -56,6 +57,8 @@ class CameraCalibration:
     fingerprint: str
     """Hash of the intrinsics; hand-eye files record it to notice a later recalibration."""
     extra: dict[str, Any]
+    std_px: dict[str, float] | None = None
+    """One standard deviation of fx, fy, cx, cy in pixels, from the fit (None: a file without it)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,11 @@ class HandEyeCalibration:
     transform: np.ndarray
     created_utc: str
     extra: dict[str, Any]
+    residual_mm: float | None = None
+    """RMS spread of the implied board pose over the views, millimetres (the pose's uncertainty; None: a
+    file without it)."""
+    residual_deg: float | None = None
+    """The same for rotation, degrees."""
 
 
 def camera_path(camera_id: str, calibration_dir: Path | None = None) -> Path:
@@ -90,8 +98,12 @@ def save_camera(
     rms_px: float,
     calibration_dir: Path | None = None,
     extra: dict[str, Any] | None = None,
+    std_px: dict[str, float] | None = None,
 ) -> Path:
-    """Writes a camera's intrinsics file (atomically, keeping any file it replaces); returns its path."""
+    """Writes a camera's intrinsics file (atomically, keeping any file it replaces); returns its path.
+
+    ``std_px`` (fx, fy, cx, cy standard deviations, ``IntrinsicsResult.std_px``) is stored when given; it
+    is not part of the fingerprint, so hand-eye files stay valid."""
     payload = _intrinsics_payload(intrinsics)
     document = {
         "schema": CAMERA_SCHEMA,
@@ -103,6 +115,8 @@ def save_camera(
         "fingerprint": _fingerprint(payload),
         "extra": extra or {},
     }
+    if std_px is not None:
+        document["std_px"] = {k: float(std_px[k]) for k in _STD_KEYS}
     return _write(camera_path(camera_id, calibration_dir), document)
 
 
@@ -130,6 +144,9 @@ def load_camera(
         dist = np.asarray(doc["dist_coeffs"], dtype=np.float64)
         size = (int(doc["image_size"][0]), int(doc["image_size"][1]))
         rms, created = float(doc["rms_px"]), str(doc["created_utc"])
+        std = None
+        if doc.get("std_px") is not None:
+            std = {k: _uncertainty(doc["std_px"][k], path, f"std_px.{k}") for k in _STD_KEYS}
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise CalibrationError(f"calibration file {path} is malformed: {exc!r}") from None
     if matrix.shape != (3, 3) or dist.shape != (5,):
@@ -149,6 +166,7 @@ def load_camera(
         created,
         _fingerprint(_intrinsics_payload(intrinsics)),
         doc.get("extra", {}),
+        std,
     )
 
 
@@ -172,8 +190,12 @@ def save_hand_eye(
     camera: CameraCalibration,
     calibration_dir: Path | None = None,
     extra: dict[str, Any] | None = None,
+    residual: tuple[float, float] | None = None,
 ) -> Path:
-    """Writes a hand-eye file, recording which intrinsics it was computed with; returns its path."""
+    """Writes a hand-eye file, recording which intrinsics it was computed with; returns its path.
+
+    ``residual`` (millimetres, degrees: ``HandEyeResult.residual_mm``, ``residual_deg``) is stored as the
+    transform's uncertainty when given."""
     if setup not in ("eye_in_hand", "eye_to_hand"):
         raise CalibrationError(f"hand-eye setup {setup!r}: expected eye_in_hand or eye_to_hand")
     document = {
@@ -188,6 +210,8 @@ def save_hand_eye(
         "camera_fingerprint": camera.fingerprint,
         "extra": extra or {},
     }
+    if residual is not None:
+        document["residual_mm"], document["residual_deg"] = float(residual[0]), float(residual[1])
     return _write(hand_eye_path(robot_id, camera_id, calibration_dir), document)
 
 
@@ -210,11 +234,28 @@ def load_hand_eye(
     try:
         transform = np.asarray(doc["transform"], dtype=np.float64)
         setup, created = str(doc["setup"]), str(doc["created_utc"])
+        # Files written before the residual had its own keys kept it in ``extra`` (vlmrl calibrate handeye).
+        extra = doc["extra"] if isinstance(doc.get("extra"), dict) else {}
+        residual = [doc.get(k, extra.get(k)) for k in ("residual_mm", "residual_deg")]
+        residual_mm, residual_deg = (
+            (_uncertainty(residual[0], path, "residual_mm"), _uncertainty(residual[1], path, "residual_deg"))
+            if None not in residual
+            else (None, None)
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise CalibrationError(f"calibration file {path} is malformed: {exc!r}") from None
     if transform.shape != (4, 4) or not np.all(np.isfinite(transform)):
         raise CalibrationError(f"calibration file {path}: transform must be a finite 4x4 matrix")
-    return HandEyeCalibration(robot_id, camera_id, setup, transform, created, doc.get("extra", {}))
+    return HandEyeCalibration(
+        robot_id, camera_id, setup, transform, created, doc.get("extra", {}), residual_mm, residual_deg
+    )
+
+
+def _uncertainty(value: Any, path: Path, key: str) -> float:
+    """A stored standard deviation or residual: a finite number >= 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value) or value < 0:
+        raise CalibrationError(f"calibration file {path}: {key} must be a finite number >= 0, got {value!r}")
+    return float(value)
 
 
 def _check_id(value: str, what: str) -> str:

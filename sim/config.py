@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +43,14 @@ class RandomizeConfig:
     seed_salt: int = 0
     """Stream of the draws: another salt gives other perturbations for the same episode seeds (the
     held-out evaluation grid of ``vlmrl evaluate`` uses its own)."""
+    calibration_sigmas: float = 2.0
+    """Cameras of ``camera_calibration`` whose files store their uncertainty (intrinsics: the fit's
+    standard deviation of fy; hand-eye: the residual in mm and degrees) get their own camera ranges, this
+    many standard deviations wide, in place of the preset's; a camera factor set here, or 0, keeps the
+    preset's. The preset still says whether a camera factor is on."""
+
+    # Checkpoints from before calibration-sized camera ranges resume with the preset's ranges.
+    LEGACY_DEFAULTS: ClassVar[dict[str, Any]] = {"calibration_sigmas": 0.0}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,6 +116,56 @@ HELD_OUT_MAGNITUDE = (1.0, 1.5)
 an integer capped at ``MAX_LATENCY_STEPS``, is held at its maximum instead)."""
 
 
+CAMERA_FACTORS = ("camera_pos_m", "camera_rot_deg", "camera_fovy_deg")
+"""The factors a calibration file's uncertainty can size, per camera."""
+_CAMERA_LIMITS = {"camera_pos_m": 0.1, "camera_rot_deg": 30.0, "camera_fovy_deg": 20.0}
+"""Largest camera ranges: the camera stays near its calibrated pose."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CameraUncertainty:
+    """One standard deviation of a calibrated camera's pose and field of view (None: not calibrated)."""
+
+    pos_m: float | None = None
+    rot_deg: float | None = None
+    fovy_deg: float | None = None
+
+    def std(self, factor: str) -> float | None:
+        """The standard deviation behind ``factor`` (one of ``CAMERA_FACTORS``)."""
+        return {"camera_pos_m": self.pos_m, "camera_rot_deg": self.rot_deg, "camera_fovy_deg": self.fovy_deg}[
+            factor
+        ]
+
+
+def camera_ranges(
+    ranges: Ranges,
+    randomize: RandomizeConfig,
+    cameras: Sequence[str],
+    uncertainty: Mapping[str, CameraUncertainty],
+) -> dict[str, Ranges]:
+    """Per camera, the ranges its draws use: ``ranges``, except that a camera factor which ``ranges``
+    turns on, which ``randomize`` does not set explicitly, and whose calibration uncertainty is known is
+    ``randomize.calibration_sigmas`` standard deviations wide (capped at the camera limits)."""
+    sigmas = float(getattr(randomize, "calibration_sigmas", 0.0))
+    if not math.isfinite(sigmas) or sigmas < 0:
+        raise SimError(f"randomize.calibration_sigmas must be a finite number >= 0, got {sigmas}")
+    out = {}
+    for camera in cameras:
+        known = uncertainty.get(camera, CameraUncertainty())
+        sized: dict[str, Any] = {}
+        for factor in CAMERA_FACTORS:
+            std = known.std(factor)
+            if (
+                sigmas > 0
+                and std is not None
+                and getattr(ranges, factor)
+                and getattr(randomize, factor) is None
+            ):
+                sized[factor] = min(sigmas * std, _CAMERA_LIMITS[factor])
+        out[camera] = dataclasses.replace(ranges, **sized)
+    return out
+
+
 def resolve_ranges(cfg: SimConfig) -> Ranges:
     """The ranges ``cfg.randomize`` asks for; ``SimError`` (one line naming the field) for bad settings."""
     randomize = cfg.randomize
@@ -152,7 +202,7 @@ def resolve_ranges(cfg: SimConfig) -> Ranges:
             )
     if values["color"] > 0.5:
         raise SimError(f"randomize.color must be at most 0.5 (RGB channels are 0..1), got {values['color']}")
-    if values["camera_rot_deg"] > 30 or values["camera_fovy_deg"] > 20 or values["camera_pos_m"] > 0.1:
+    if any(values[name] > limit for name, limit in _CAMERA_LIMITS.items()):
         raise SimError(
             "randomize camera ranges must stay near the calibrated camera: camera_rot_deg <= 30, "
             f"camera_fovy_deg <= 20, camera_pos_m <= 0.1 (got {values['camera_rot_deg']}, "
@@ -201,10 +251,11 @@ def draw(
     rng: np.random.Generator,
     cameras: Sequence[str],
     magnitude: tuple[float, float] = TRAINING_MAGNITUDE,
+    per_camera: Mapping[str, Ranges] | None = None,
 ) -> Perturbation:
     """One perturbation: each factor's size is uniform in ``magnitude`` x its range, with a random sign
     (or direction); the same number of draws whatever the ranges, so one factor's draw does not depend on
-    which others are on."""
+    which others are on. ``per_camera`` (``camera_ranges``) gives a camera ranges of its own."""
     low, high = magnitude
 
     def signed(scale: float) -> float:
@@ -218,9 +269,10 @@ def draw(
 
     offsets, rotations, fovy = {}, {}, {}
     for camera in cameras:
-        offsets[camera] = vector(ranges.camera_pos_m)
-        rotations[camera] = vector(math.radians(ranges.camera_rot_deg))
-        fovy[camera] = signed(ranges.camera_fovy_deg)
+        own = (per_camera or {}).get(camera, ranges)
+        offsets[camera] = vector(own.camera_pos_m)
+        rotations[camera] = vector(math.radians(own.camera_rot_deg))
+        fovy[camera] = signed(own.camera_fovy_deg)
     light = 1.0 + signed(ranges.light_frac)
     cube_rgb = tuple(signed(ranges.color) for _ in range(3))
     table_rgb = tuple(signed(ranges.color) for _ in range(3))

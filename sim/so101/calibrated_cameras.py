@@ -7,17 +7,19 @@ resizes them; here the twin's camera gets the pinhole camera of exactly those ob
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import mujoco
 import numpy as np
 
-from calibration import CalibrationError, load_hand_eye
+from calibration import CalibrationError, load_camera, load_hand_eye
 from calibration.store import hand_eye_path
 from calibration.transforms import make_transform, mujoco_to_opencv_camera
 from sim.camera_match import SimCamera, apply_camera, load_sim_camera
 from sim.config import SimConfig
 from sim.errors import SimError
+from sim.randomization import CameraUncertainty
 
 HAND_EYE_SETUP = {"front": "eye_to_hand", "wrist": "eye_in_hand"}
 """The hand-eye calibration each twin camera's pose comes from: the front camera stands on the table
@@ -49,6 +51,41 @@ def apply_camera_calibration(model: mujoco.MjModel, cfg: SimConfig) -> dict[str,
             raise SimError(f"camera_calibration {camera}={camera_id}: {error}") from None
         matched[camera] = sim_camera
     return matched
+
+
+def calibration_uncertainty(cfg: SimConfig, matched: dict[str, SimCamera]) -> dict[str, CameraUncertainty]:
+    """Per calibrated camera, the standard deviations its calibration files store (issue #19): the field
+    of view's from the intrinsic fit's fy (``std_px``), the pose's from the hand-eye residual (only when
+    ``calibration_robot_id`` places the camera). Files without them leave that part None.
+
+    Args:
+        cfg: As for ``apply_camera_calibration``.
+        matched: Its result (the rendered field of view of each camera).
+    """
+    calibration_dir = Path(cfg.calibration_dir).expanduser() if cfg.calibration_dir else None
+    out = {}
+    for camera, sim_camera in matched.items():
+        camera_id = cfg.camera_calibration[camera]
+        try:
+            calibration = load_camera(camera_id, calibration_dir)
+            hand_eye = (
+                load_hand_eye(cfg.calibration_robot_id, camera_id, calibration_dir)
+                if cfg.calibration_robot_id is not None
+                else None
+            )
+        except CalibrationError as error:
+            raise SimError(f"camera_calibration {camera}={camera_id}: {error}") from None
+        fovy_deg = None
+        if calibration.std_px is not None:
+            # fovy = 2 atan(c / fy) for the rendered image's half height c, so d fovy = -sin(fovy) dfy / fy
+            # (cropping and resizing scale fy and c alike).
+            relative = calibration.std_px["fy"] / calibration.intrinsics.fy
+            fovy_deg = math.degrees(math.sin(math.radians(sim_camera.fovy_deg)) * relative)
+        pos_m = rot_deg = None
+        if hand_eye is not None and hand_eye.residual_mm is not None:
+            pos_m, rot_deg = hand_eye.residual_mm / 1000.0, hand_eye.residual_deg
+        out[camera] = CameraUncertainty(pos_m=pos_m, rot_deg=rot_deg, fovy_deg=fovy_deg)
+    return out
 
 
 def _match(

@@ -11,12 +11,20 @@ import numpy as np
 from gymnasium import spaces
 
 from robot.contract import JOINT_KEYS, JOINT_NAMES, STATE_KEY, pixel_key, state_and_pixel_spaces
-from sim.config import SimConfig
+from sim.config import RandomizeConfig, SimConfig
 from sim.errors import SimError
-from sim.randomization import Perturbation, Randomizer, draw, episode_generator, resolve_ranges
+from sim.randomization import (
+    Perturbation,
+    Randomizer,
+    Ranges,
+    camera_ranges,
+    draw,
+    episode_generator,
+    resolve_ranges,
+)
 from sim.rewards import shaped_or_sparse_reward
 from sim.so101.arm import CAMERAS, SO101Sim, joint_limits
-from sim.so101.calibrated_cameras import apply_camera_calibration
+from sim.so101.calibrated_cameras import apply_camera_calibration, calibration_uncertainty
 from sim.so101.kinematics import inverse_kinematics, solve_ik
 from sim.so101.tasks import TASKS, Task
 
@@ -90,6 +98,8 @@ class SO101Env(gymnasium.Env):
         self.sim = SO101Sim(max_image_size=cfg.image_size, shadows=cfg.shadows, antialias=cfg.antialias)
         self.calibrated_cameras = apply_camera_calibration(self.sim.model, cfg)
         self.randomize_ranges = resolve_ranges(cfg)
+        self.camera_uncertainty = calibration_uncertainty(cfg, self.calibrated_cameras)
+        self._camera_ranges = self.camera_ranges(self.randomize_ranges, cfg.randomize)
         self._randomizer = Randomizer(self.sim.model, CAMERAS)  # after calibration: those poses are nominal
         self.perturbation = Perturbation()
         self._noise_rng = np.random.default_rng(0)
@@ -148,7 +158,7 @@ class SO101Env(gymnasium.Env):
         # Drawn after the task placed the objects: a seed starts from the same state with or without it.
         episode_rng = episode_generator(int(rng.integers(2**63)), self.cfg.randomize.seed_salt)
         if given is None:
-            given = draw(self.randomize_ranges, episode_rng, CAMERAS)
+            given = draw(self.randomize_ranges, episode_rng, CAMERAS, per_camera=self._camera_ranges)
         self.perturbation = given
         self._noise_rng = episode_rng
         self._randomizer.apply(given, self.sim.data)
@@ -158,6 +168,13 @@ class SO101Env(gymnasium.Env):
             cube[2] += half * (given.cube_size_scale - 1.0)
             self.sim.set_cube_pose(cube, self.sim.cube_yaw_rad())
         self._pending = deque([self._targets.copy() for _ in range(given.latency_steps)])
+
+    def camera_ranges(self, ranges: Ranges, randomize: RandomizeConfig) -> dict[str, Ranges]:
+        """Per camera, the ranges ``ranges`` draws with in this twin: calibrated cameras whose files store
+        their uncertainty get ranges of that size (``sim.randomization.camera_ranges``)."""
+        if not ranges.active() or not self.camera_uncertainty:
+            return {}
+        return camera_ranges(ranges, randomize, CAMERAS, self.camera_uncertainty)
 
     def joint_targets_array(self) -> np.ndarray:
         """The position targets last commanded, ``JOINT_NAMES`` order, LeRobot units."""

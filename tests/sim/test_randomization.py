@@ -157,3 +157,43 @@ def test_bad_settings_fail_in_one_line(randomize: RandomizeConfig, suite: str, m
     with pytest.raises(SimError, match=message) as error:
         make_env(SimConfig(suite=suite, task="lift" if suite == "so101" else "Lift", randomize=randomize))  # type: ignore[arg-type]
     assert "\n" not in str(error.value)
+
+
+def test_calibrated_cameras_get_ranges_from_their_calibration_files_uncertainty(tmp_path) -> None:
+    import math
+
+    from calibration import CameraIntrinsics, load_camera, save_camera, save_hand_eye
+    from calibration.transforms import look_at
+
+    lens = CameraIntrinsics(np.array([[520.0, 0, 320], [0, 515.0, 240], [0, 0, 1]]), np.zeros(5), (640, 480))
+    save_camera("cam", lens, 0.2, tmp_path, std_px={"fx": 2.0, "fy": 5.15, "cx": 1.0, "cy": 1.0})
+    pose = look_at(np.array([0.42, 0.22, 0.33]), np.array([0.16, 0.0, 0.04]))
+    save_hand_eye(
+        "arm", "cam", "eye_to_hand", pose, load_camera("cam", tmp_path), tmp_path, residual=(3.0, 0.5)
+    )
+    calibrated = {"camera_calibration": {"front": "cam"}, "calibration_dir": str(tmp_path)}
+    env = twin(
+        RandomizeConfig(preset="light"), cameras=("front", "wrist"), calibration_robot_id="arm", **calibrated
+    )
+    light = PRESETS["light"]
+    fovy = env.calibrated_cameras["front"].fovy_deg
+    front, wrist = env._camera_ranges["front"], env._camera_ranges["wrist"]
+    # Two standard deviations: the hand-eye residual for the pose, fy's relative std for the field of view.
+    assert front.camera_pos_m == pytest.approx(0.006) and front.camera_rot_deg == pytest.approx(1.0)
+    assert front.camera_fovy_deg == pytest.approx(2 * math.degrees(math.sin(math.radians(fovy)) * 0.01))
+    assert front.light_frac == light.light_frac
+    assert (wrist.camera_pos_m, wrist.camera_fovy_deg) == (light.camera_pos_m, light.camera_fovy_deg)
+    for seed in range(3):
+        env.reset(seed=seed)
+        assert np.linalg.norm(env.perturbation.camera_offset_m["front"]) <= 0.006 + 1e-12
+        assert env.perturbation.camera_offset_m["front"] != (0.0, 0.0, 0.0)
+    env.close()
+    # A camera factor given explicitly, calibration_sigmas 0, or a factor the preset leaves off win.
+    explicit = RandomizeConfig(preset="light", camera_pos_m=0.03, calibration_sigmas=0.0)
+    env = twin(explicit, calibration_robot_id="arm", **calibrated)
+    assert env._camera_ranges["front"].camera_pos_m == 0.03
+    assert env._camera_ranges["front"].camera_fovy_deg == light.camera_fovy_deg
+    assert env.camera_ranges(light.only("color"), RandomizeConfig())["front"].camera_rot_deg == 0
+    env.close()
+    with pytest.raises(SimError, match="calibration_sigmas must be a finite number >= 0"):
+        twin(RandomizeConfig(preset="light", calibration_sigmas=-1.0), **calibrated)

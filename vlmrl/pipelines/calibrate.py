@@ -203,6 +203,7 @@ def run_camera(cfg: CameraCommand) -> int:
         "camera_matrix": k.camera_matrix.tolist(),
         "dist_coeffs": k.dist_coeffs.tolist(),
         "rms_px": result.rms_px,
+        "std_px": result.std_px,
         "images": [_image_row(r) for r in result.images],
     }
     _write_json(out_dir / "report.json", report)
@@ -213,7 +214,7 @@ def run_camera(cfg: CameraCommand) -> int:
             "n_images": len(result.accepted),
             "rejected": {r.name: r.reason for r in result.rejected},
         }
-        save_camera(cfg.camera_id, k, result.rms_px, cfg.calibration_dir, extra=extra)
+        save_camera(cfg.camera_id, k, result.rms_px, cfg.calibration_dir, extra=extra, std_px=result.std_px)
 
     _print_image_table(console, result.images, "per-image reprojection error")
     _print_key_values(
@@ -316,6 +317,7 @@ def run_hand_eye(cfg: HandEyeCommand) -> int:
             camera,
             cfg.calibration_dir,
             extra=summary,
+            residual=(result.residual_mm, result.residual_deg),
         )
 
     _print_image_table(console, ordered, "board pose per image (RMS: board pose fit)")

@@ -112,16 +112,19 @@ def run_row(
     env: Any, policy: Any, ranges: Any, seeds: list[int], views: int
 ) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
     """Episodes of one row: per-episode results and the first frames of the first ``views`` episodes."""
+    from sim.config import RandomizeConfig
     from sim.randomization import HELD_OUT_MAGNITUDE, Perturbation, draw, episode_generator
     from sim.so101.arm import CAMERAS
 
+    # Calibrated cameras whose files store their uncertainty get ranges of that size, as in training.
+    per_camera = None if ranges is None else env.unwrapped.camera_ranges(ranges, RandomizeConfig())
     episodes, frames = [], []
     for i, seed in enumerate(seeds):
         if ranges is None:
             perturbation = Perturbation()
         else:
             rng = episode_generator(seed, HELD_OUT_SALT)
-            perturbation = draw(ranges, rng, CAMERAS, HELD_OUT_MAGNITUDE)
+            perturbation = draw(ranges, rng, CAMERAS, HELD_OUT_MAGNITUDE, per_camera)
         obs, info = env.reset(seed=seed, options={"perturbation": perturbation})
         if i < views:
             frames.append(env.render())
