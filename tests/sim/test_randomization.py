@@ -197,3 +197,12 @@ def test_calibrated_cameras_get_ranges_from_their_calibration_files_uncertainty(
     env.close()
     with pytest.raises(SimError, match="calibration_sigmas must be a finite number >= 0"):
         twin(RandomizeConfig(preset="light", calibration_sigmas=-1.0), **calibrated)
+
+
+def test_a_config_from_an_older_checkpoint_keeps_the_presets_camera_ranges() -> None:
+    from vlmrl.checkpoint import fill_new_fields
+
+    old = RandomizeConfig(preset="light")
+    del old.__dict__["calibration_sigmas"]  # as unpickled from before the field existed
+    fill_new_fields(old)
+    assert old.calibration_sigmas == 0.0 and RandomizeConfig().calibration_sigmas == 2.0
