@@ -149,9 +149,9 @@ def plot_roc_and_reliability(out_dir: Path, curves: dict[str, tuple[np.ndarray, 
     return names
 
 
-def parse_scorer(spec: str) -> Any:
+def parse_scorer(spec: str, flag: str = "--compare") -> Any:
     """A scorer config from the words that would follow ``vlmrl score EPISODES`` (``"scorer:oracle
-    --scorer.noise 0.2"``); one-line ConfigError when they do not parse."""
+    --scorer.noise 0.2"``); one-line ConfigError naming ``flag`` when they do not parse."""
     from dataclasses import make_dataclass
 
     import tyro
@@ -168,7 +168,7 @@ def parse_scorer(spec: str) -> Any:
         )
     except SystemExit:
         raise ConfigError(
-            f"--compare {spec!r}: not a scorer (write it as after `vlmrl score EPISODES`, e.g. "
+            f"{flag} {spec!r}: not a scorer (write it as after `vlmrl score EPISODES`, e.g. "
             "'scorer:oracle --scorer.noise 0.2' or 'scorer:learned --scorer.path student.pt')"
         ) from None
     return parsed.scorer

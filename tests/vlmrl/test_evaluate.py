@@ -16,7 +16,7 @@ from agents.sac import SAC
 from robot.config import SO101_JOINT_KEYS, SO101_JOINT_LIMITS
 from sim.config import SimConfig
 from sim.randomization import FACTORS, PRESETS
-from vlmrl import cli
+from vlmrl import cli, perturbation_grid
 from vlmrl.pipelines import common, evaluate
 
 ACTIONS = gym.spaces.Box(
@@ -83,16 +83,16 @@ def test_success_is_summarised_per_row_and_against_the_nominal_twin():
     def episodes(*successes):
         return [{"success": s, "return": float(s)} for s in successes]
 
-    summary = evaluate.summarise(
+    summary = perturbation_grid.summarise(
         {"nominal": episodes(1, 1, 1, 0), "light_frac": episodes(1, 0, 0, 0), "all": episodes(0, 0, 0, 0)}
     )
     assert summary["nominal"]["success_rate"] == 0.75
     assert summary["light_frac"]["vs_nominal"] == pytest.approx(1 / 3)
     assert summary["overall (perturbed rows)"]["success_rate"] == 0.125
     assert summary["overall (perturbed rows)"]["vs_nominal"] == pytest.approx(1 / 6)
-    never = evaluate.summarise({"nominal": episodes(0), "all": episodes(1)})
+    never = perturbation_grid.summarise({"nominal": episodes(0), "all": episodes(1)})
     assert never["all"]["vs_nominal"] is None
-    assert "| all | 1 | 100% | - |" in evaluate.markdown_table(never, evaluate.Config(policy=None))  # type: ignore[arg-type]
+    assert "| all | 1 | 100% | - |" in perturbation_grid.markdown_table(never, perturbation_grid.GridSpec())
 
 
 @pytest.mark.parametrize(
@@ -101,6 +101,7 @@ def test_success_is_summarised_per_row_and_against_the_nominal_twin():
         (["--perturb", "wild"], "--perturb 'wild': unknown preset"),
         (["--factors", "gravity"], "unknown factor(s) ['gravity']"),
         (["--perturb", "light", "--episodes", "0"], "--episodes 0: expected at least 1"),
+        (["--scorer", "scorer:nope"], "--scorer 'scorer:nope': not a scorer"),
     ],
 )
 def test_bad_options_fail_in_one_line(tmp_path, capsys, args, message):
@@ -117,3 +118,44 @@ def test_a_missing_file_or_a_policy_from_another_suite_is_refused(tmp_path, caps
     policy = export(tmp_path, suite="robosuite")
     assert cli.main(["evaluate", "--policy", str(policy), "--out-dir", str(tmp_path / "o")]) == 1
     assert "trained in 'robosuite'" in capsys.readouterr().err
+
+
+def test_a_scorer_gets_an_auc_per_row_from_the_frames_the_perturbed_twin_rendered(tmp_path):
+    from sim import make_env
+    from sim.so101.scripted import ScriptedPolicy
+    from vlm import make_scorer
+    from vlm.config import OracleConfig
+
+    env = make_env(SimConfig(task="lift", cameras=("front",), image_size=32, max_episode_steps=60))
+    expert = ScriptedPolicy(env)
+
+    def policy(obs):
+        if env.unwrapped._steps == 0:  # a new episode: the expert starts its phases again
+            expert.reset()
+        return expert.act(obs)
+
+    spec = perturbation_grid.GridSpec(perturb="medium", factors=("color",), episodes=2, views=0)
+    result = perturbation_grid.run_grid(env, policy, spec, make_scorer(OracleConfig()), "oracle")
+    env.close()
+    summary = result.summary
+    assert summary["nominal"]["success_rate"] == 1.0  # the expert lifts: windows of both labels
+    # The oracle reads the twin's progress, which colours do not change: it ranks windows well everywhere.
+    for name in ("nominal", "color", "all", "overall (perturbed rows)"):
+        assert summary[name]["scorer_auc"] > 0.8, name
+    scores, labels = perturbation_grid.window_scores(
+        make_scorer(OracleConfig()), "q", perturbation_grid.ScorerView("front", 32), 8, 2
+    )
+    assert len(scores) == len(labels) == 0
+    assert perturbation_grid.auc_or_none(np.array([0.1, 0.9]), np.array([True, True])) is None
+    table = perturbation_grid.markdown_table(summary, spec)
+    assert "scorer AUC |" in table and "`oracle`" in table
+
+
+def test_evaluate_with_a_scorer_writes_its_auc_per_row(tmp_path):
+    cfg = config(tmp_path, export(tmp_path), factors=("color",), episodes=1, views=0, scorer="scorer:oracle")
+    assert evaluate.main(cfg) == 0
+    summary = json.loads((cfg.out_dir / "evaluate.json").read_text())["summary"]
+    # Three steps of an untrained policy never succeed: one class only, so no AUC (None), but a column.
+    assert [row["scorer_auc"] for row in summary.values()] == [None] * 4
+    assert "| nominal | 1 | 0% | - | " in (cfg.out_dir / "evaluate.md").read_text()
+    assert "scorer AUC" in (cfg.out_dir / "evaluate.md").read_text()
