@@ -18,6 +18,7 @@ whose windows are all of one class (a policy that never succeeds there) has no A
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -308,3 +309,59 @@ def write_views(frames: dict[str, list[np.ndarray]], path: Path, label_px: int =
             grid.paste(Image.fromarray(np.asarray(frame, dtype=np.uint8)), (label_px + c * (size + 2), top))
     grid.save(path)
     return path
+
+
+def write_grid(
+    result: GridResult, spec: GridSpec, out_dir: Path, stem: str, extra: dict[str, Any]
+) -> list[Path]:
+    """``<stem>.md`` (the table), ``<stem>.json`` (summary, every episode and its draw, ``extra``) and,
+    with views, ``perturbed_views.png``; returns their paths."""
+    table = markdown_table(result.summary, spec)
+    (out_dir / f"{stem}.md").write_text(table)
+    record = {
+        **extra,
+        "perturb": spec.perturb,
+        "seed": spec.seed,
+        "summary": result.summary,
+        "rows": result.rows,
+    }
+    (out_dir / f"{stem}.json").write_text(json.dumps(record, indent=2, default=float) + "\n")
+    paths = [out_dir / f"{stem}.md", out_dir / f"{stem}.json"]
+    if spec.views > 0:
+        paths.append(write_views(result.frames, out_dir / "perturbed_views.png"))
+    return paths
+
+
+def check_train_grid(preset: str | None, suite: str) -> None:
+    """``vlmrl train --evaluate-perturb``: a known preset on the SO-101 twin, checked before training."""
+    if preset is None:
+        return
+    if suite != "so101":
+        raise ConfigError(f"--evaluate-perturb runs the SO-101 twin's grid; this run trains in {suite!r}")
+    grid_rows(GridSpec(perturb=preset, flag="--evaluate-perturb"))
+
+
+def add_to_train_report(
+    run_dir: Path, sim_cfg: Any, policy_path: Path, preset: str, episodes: int
+) -> dict[str, Path]:
+    """``vlmrl train --evaluate-perturb PRESET``: the final policy over the held-out grid of ``PRESET``
+    (``episodes`` per row, views of 2 per row), written as ``perturbed.md``, ``perturbed.json`` and
+    ``perturbed_views.png`` in the run directory, the table appended to ``report.md``."""
+    from agents.export import load_policy
+    from sim.config import RandomizeConfig
+    from sim.factory import make_env
+
+    spec = GridSpec(perturb=preset, episodes=episodes, views=2, flag="--evaluate-perturb")
+    env = make_env(dataclasses.replace(sim_cfg, randomize=RandomizeConfig()))  # the grid draws its own
+    try:
+        result = run_grid(env, load_policy(policy_path), spec)
+    finally:
+        env.close()
+    paths = write_grid(result, spec, run_dir, "perturbed", {"policy": str(policy_path)})
+    report = run_dir / "report.md"
+    if report.is_file():
+        section = f"## Held-out perturbations (`--evaluate-perturb {preset}`)\n\n" + markdown_table(
+            result.summary, spec
+        )
+        report.write_text(report.read_text().rstrip("\n") + "\n\n" + section)
+    return {"perturbed": paths[0]}

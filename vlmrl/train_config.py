@@ -146,6 +146,10 @@ class TrainConfig:
     """Episodes per evaluation (deterministic policy, evaluation-only seeds)."""
     video_episodes: int = 2
     """Evaluation episodes of the final evaluation written to the report video (0: no video)."""
+    evaluate_perturb: str | None = None
+    """After training, run the final policy over the held-out perturbation grid of this randomisation
+    preset (light, medium, strong; as ``vlmrl evaluate --perturb``, ``eval_episodes`` per row): writes
+    perturbed.md, perturbed.json and perturbed_views.png and adds the table to report.md. SO-101 twin only."""
     checkpoint_every_steps: int = 5_000
     """Checkpoint after the episode in which the step count crosses a multiple of this."""
     stop_after_steps: int = 0
@@ -250,6 +254,9 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
     whose checkpoint may predate a rule and keeps the semantics it started with)."""
     if cfg.total_steps < 1 or cfg.batch_size < 1 or cfg.eval_episodes < 1:
         raise ConfigError("total_steps, batch_size and eval_episodes must be >= 1")
+    from vlmrl.perturbation_grid import check_train_grid
+
+    check_train_grid(cfg.evaluate_perturb, cfg.sim.suite)
     if cfg.eval_every_steps < 1 or cfg.checkpoint_every_steps < 1:
         raise ConfigError("eval_every_steps and checkpoint_every_steps must be >= 1")
     if cfg.replay not in REPLAYS:

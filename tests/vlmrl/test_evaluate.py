@@ -159,3 +159,33 @@ def test_evaluate_with_a_scorer_writes_its_auc_per_row(tmp_path):
     assert [row["scorer_auc"] for row in summary.values()] == [None] * 4
     assert "| nominal | 1 | 0% | - | " in (cfg.out_dir / "evaluate.md").read_text()
     assert "scorer AUC" in (cfg.out_dir / "evaluate.md").read_text()
+
+
+def test_train_evaluate_perturb_adds_the_grid_to_the_report_and_a_bad_preset_fails_before_training(tmp_path):
+    from agents.config import SACConfig as Agent
+    from buffer.config import BufferConfig
+    from vlmrl.errors import ConfigError
+    from vlmrl.pipelines.train import TrainConfig, main
+
+    cfg = TrainConfig(
+        sim=SimConfig(task="reach", reward="shaped", action_mode="delta", cameras=(), max_episode_steps=5),
+        agent=Agent(hidden_dims=(16, 16)),
+        buffer=BufferConfig(capacity_steps=200),
+        replay="uniform",
+        total_steps=20,
+        learning_starts=10,
+        batch_size=8,
+        eval_episodes=1,
+        video_episodes=0,
+        run_dir=str(tmp_path / "run"),
+        progress=False,
+        evaluate_perturb="light",
+    )
+    assert main(cfg) == 0
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "## Held-out perturbations (`--evaluate-perturb light`)" in report and "| all | 1 |" in report
+    record = json.loads((tmp_path / "run" / "perturbed.json").read_text())
+    assert record["perturb"] == "light" and len(record["rows"]) == 14
+    with pytest.raises(ConfigError, match="--evaluate-perturb 'wild': unknown preset"):
+        main(dataclasses.replace(cfg, evaluate_perturb="wild", run_dir=str(tmp_path / "bad")))
+    assert not (tmp_path / "bad").exists()

@@ -15,14 +15,13 @@ scorer, written as after ``vlmrl score EPISODES``) adds the scorer's ROC-AUC on 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vlmrl.errors import ConfigError
-from vlmrl.perturbation_grid import GridSpec, markdown_table, run_grid, write_views
+from vlmrl.perturbation_grid import GridSpec, markdown_table, run_grid, write_grid
 from vlmrl.pipelines.common import write_config
 
 logger = logging.getLogger("vlmrl.evaluate")
@@ -157,14 +156,7 @@ def main(cfg: Config) -> int:
         env.close()
         if scorer is not None:
             scorer.close()
-    table = markdown_table(result.summary, spec)
-    (cfg.out_dir / "evaluate.md").write_text(table)
-    record = {"policy": str(cfg.policy), "perturb": cfg.perturb, "seed": cfg.seed, "summary": result.summary}
-    record["rows"] = result.rows
-    (cfg.out_dir / "evaluate.json").write_text(json.dumps(record, indent=2, default=float) + "\n")
-    outputs = [cfg.out_dir / "evaluate.md", cfg.out_dir / "evaluate.json"]
-    if cfg.views > 0:
-        outputs.append(write_views(result.frames, cfg.out_dir / "perturbed_views.png"))
-    print(table)
+    outputs = write_grid(result, spec, cfg.out_dir, "evaluate", {"policy": str(cfg.policy)})
+    print(markdown_table(result.summary, spec))
     print("vlmrl evaluate: " + ", ".join(str(p) for p in outputs))
     return 0

@@ -127,6 +127,18 @@ def run(cfg: TrainConfig, scorer: Any = None, env_factory: Any = None) -> RunRes
     )
     started = time.monotonic()
     outputs = trainer.run()
+    if trainer.cfg.evaluate_perturb and trainer.state.step >= trainer.cfg.total_steps:
+        from vlmrl.perturbation_grid import add_to_train_report
+
+        outputs.update(
+            add_to_train_report(
+                trainer.run_dir,
+                trainer.cfg.sim,
+                outputs["policy"],
+                trainer.cfg.evaluate_perturb,
+                trainer.cfg.eval_episodes,
+            )
+        )
     print(f"vlmrl train: {trainer.summary_line()} in {time.monotonic() - started:.0f} s")
     for name, path in outputs.items():
         print(f"  {name:<10} {path}")
