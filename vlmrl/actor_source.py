@@ -14,12 +14,14 @@ loop's ``after_step`` once per transition, so updates per env step are those of 
 - An actor that dies (``SIGKILL``) is restarted by Ray (``max_restarts=-1``); one that takes longer than
   ``episode_timeout_s`` is killed so Ray restarts it. Their episodes in flight are lost (never committed,
   counted in ``actors/lost_episodes``); nothing committed is touched.
+- `vlmrl finetune --actors N` runs ``vlmrl.robot_actor.RobotActor`` the same way (``actor_class``), each
+  built from its own arm's config (``actor_configs``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +94,10 @@ class ActorEpisodes:
         agent: the learner's SAC (its ``num_updates`` is the policy version).
         random_until: acts at random while ``random_until()`` is True (the loop's warm-up).
         ray_cfg: ``RayConfig`` (actor CPUs, broadcast period, in-flight bound, timeout).
+        actor_class: the actor kind (``EnvActor``, or ``vlmrl.robot_actor.RobotActor`` for finetune).
+        actor_configs: what actor i is built from instead of ``sim_cfg`` (one per actor: each arm's own
+            port and id); None: ``sim_cfg`` for all.
+        actor_kwargs: more keyword arguments of every actor (e.g. the robot actors' ``action_space``).
     """
 
     def __init__(
@@ -107,25 +113,33 @@ class ActorEpisodes:
         agent: Any,
         random_until: Callable[[], bool],
         ray_cfg: Any,
+        *,
+        actor_class: type = EnvActor,
+        actor_configs: Sequence[Any] | None = None,
+        actor_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self.buffer, self.agent, self.random_until, self.cfg = buffer, agent, random_until, ray_cfg
+        if actor_configs is not None and len(actor_configs) != num_actors:
+            raise ConfigError(f"--actors {num_actors}: got {len(actor_configs)} actor configs")
+        self.actor_class = actor_class
         cpus = float(ray.cluster_resources().get("CPU", 0.0))
         if num_actors * ray_cfg.actor_cpus > cpus:
             raise ConfigError(
                 f"--actors {num_actors} x --ray.actor-cpus {ray_cfg.actor_cpus:g} needs "
                 f"{num_actors * ray_cfg.actor_cpus:g} CPUs, the Ray cluster has {cpus:g}"
             )
-        remote = ray.remote(EnvActor)
+        remote = ray.remote(actor_class)
         self.slots = []
         for i in range(num_actors):
             name = f"{run_name}/env-{i}"
+            config = sim_cfg if actor_configs is None else actor_configs[i]
             handle = remote.options(  # type: ignore[attr-defined]
                 name=name,
                 namespace=NAMESPACE,
                 num_cpus=ray_cfg.actor_cpus,
                 max_restarts=-1,
                 max_task_retries=0,
-            ).remote(make_env, sim_cfg, policy, stored_keys, seed_base)
+            ).remote(make_env, config, policy, stored_keys, seed_base, **(actor_kwargs or {}))
             self.slots.append(_Slot(name, handle))
         self.counters = ActorCounters()
         self.next_episode: int | None = None
@@ -139,7 +153,7 @@ class ActorEpisodes:
             self.next_episode = episode
         self._broadcast_if_due()
         self._submit()
-        result = self._next_finished()
+        actor, result = self._next_finished()
         self.buffer.add_episode(
             result["obs"], result["action"], result["reward"], result["terminated"], result["truncated"],
             result["info"],
@@ -153,6 +167,7 @@ class ActorEpisodes:
             "actors/policy_lag_updates": lag,
             "actors/lost_episodes": float(self.counters.lost_episodes),
             "actors/timeouts": float(self.counters.timeouts),
+            "actors/actor": float(actor),
         }
 
     def _broadcast_if_due(self) -> None:
@@ -179,8 +194,9 @@ class ActorEpisodes:
                 slot.in_flight[ref] = self.next_episode
                 self.next_episode += 1
 
-    def _next_finished(self) -> dict[str, Any]:
-        """The first finished episode of any actor; dead or timed-out actors' episodes are counted lost."""
+    def _next_finished(self) -> tuple[int, dict[str, Any]]:
+        """The first finished episode of any actor and that actor's index; dead or timed-out actors' episodes
+        are counted lost."""
         while True:
             self._kill_stuck()  # every turn: a stuck actor is found even while the others deliver
             pending = {ref: slot for slot in self.slots for ref in slot.in_flight}
@@ -195,9 +211,7 @@ class ActorEpisodes:
             try:
                 result = ray.get(ref)
             except ray.exceptions.RayActorError as exc:  # died (SIGKILL, OOM) or killed: Ray restarts it
-                if exc.actor_init_failed:  # its env or policy cannot be built: no restart will help
-                    cause = [line for line in str(exc).splitlines() if line.strip()][-1].strip()
-                    raise ConfigError(f"env actor {slot.name} could not start: {cause}") from None
+                _raise_if_start_failed(slot, exc)
                 self.counters.lost_episodes += 1
                 slot.restarts += 0 if slot.starting else 1
                 slot.starting, slot.episodes_since_start = True, 0
@@ -205,7 +219,7 @@ class ActorEpisodes:
                 continue
             slot.starting = False
             slot.episodes_since_start += 1
-            return result
+            return self.slots.index(slot), result
 
     def _kill_stuck(self) -> None:
         """Kill (Ray then restarts it) each actor busy with one episode for over ``episode_timeout_s``."""
@@ -217,12 +231,34 @@ class ActorEpisodes:
                 slot.killed = True  # its requests fail with RayActorError and are counted lost then
                 ray.kill(slot.handle, no_restart=False)
 
+    def describe(self) -> Any:
+        """The first actor's ``describe()`` (a robot actor's ``RobotSide``: what its env observes), once it is
+        up; ConfigError in one line when it cannot start."""
+        slot = self.slots[0]
+        try:
+            return ray.get(slot.handle.describe.remote())
+        except ray.exceptions.RayActorError as exc:
+            _raise_if_start_failed(slot, exc)
+            raise
+
     def pids(self) -> list[int]:
         """The actors' process ids (waits for each actor to be up)."""
         return [int(ray.get(slot.handle.pid.remote())) for slot in self.slots]
 
-    def close(self) -> None:
-        """Stop the actors (their episodes in flight are dropped, as after a crash)."""
+    def close(self, close_timeout_s: float = 30.0) -> None:
+        """Stop the actors (their episodes in flight are dropped, as after a crash). Actors with a ``close``
+        method (a robot actor: its arm's torque and cameras) are asked to close first, waiting up to
+        ``close_timeout_s`` for all of them (each after its episodes in flight)."""
+        if hasattr(self.actor_class, "close"):
+            closing = [slot.handle.close.remote() for slot in self.slots]
+            ray.wait(closing, num_returns=len(closing), timeout=close_timeout_s)
         for slot in self.slots:
             ray.kill(slot.handle, no_restart=True)
             slot.in_flight.clear()
+
+
+def _raise_if_start_failed(slot: _Slot, exc: Exception) -> None:
+    """ConfigError in one line when ``exc`` says the actor could not be built (no restart would help)."""
+    if getattr(exc, "actor_init_failed", False):
+        cause = [line for line in str(exc).splitlines() if line.strip()][-1].strip()
+        raise ConfigError(f"env actor {slot.name} could not start: {cause}") from None

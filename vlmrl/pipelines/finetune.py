@@ -4,6 +4,23 @@
     vlmrl finetune --from runs/train/so101-lift --robot.type so101_follower --robot.port /dev/ttyACM0
     vlmrl finetune --from runs/offline-lerobot --robot.type so101_follower ...    # from offline RL
 
+Several arms at once (``--actors N``, Ray; ``vlmrl.robot_actor``): each arm runs in its own Ray actor with
+its own ``LeRobotEnv`` (safety layer, watchdog), operator keys, teleop and a CPU copy of the policy; this
+process keeps the agent, the buffer (its only writer), the scorer and the updates, and sends the actors new
+weights every ``--ray.weights-every-updates`` updates (each episode stores its ``info/policy_version``). On
+the twin every actor runs its own twin (episode e resets with seed ``seed + e``, whichever actor runs it);
+real arms get their own port and id from ``--arms FILE``, a JSON list with one object per actor overriding
+``--robot`` fields (plus ``leader_port``)::
+
+    vlmrl finetune --from runs/train/so101-lift --actors 2                        # two twins
+    vlmrl finetune --from runs/train/so101-lift --robot.type so101_follower --actors 2 --arms arms.json
+    # arms.json: [{"port": "/dev/ttyACM0", "id": "left", "camera_sources": ["0"]},
+    #             {"port": "/dev/ttyACM1", "id": "right", "camera_sources": ["2"]}]
+
+Each arm's clipped commands go to ``out_dir/arm-<i>/safety.jsonl``. The keyboard is one for all arms: its
+keys reach every actor (escape stops them all); takeovers of one arm need that arm's leader
+(``--teleop leader`` and ``leader_port`` per arm).
+
 An offline run (``vlmrl train --offline DATA --policy-obs robot`` on the arm's recordings) starts it too:
 its IQL networks are handed over to SAC (``agents.handover``, ``vlmrl.offline_handover``).
 
@@ -32,6 +49,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -40,8 +60,10 @@ import numpy as np
 import tyro
 
 from buffer.config import BufferConfig
+from robot.config import ArmConfig
 from vlm.config import WorkerConfig
 from vlmrl.checkpoint import checkpoint_dir, load_checkpoint, save_checkpoint
+from vlmrl.env_actor import POLICY_VERSION_KEY
 from vlmrl.errors import ConfigError
 from vlmrl.learner import Learner, LoopState, UpdatePlan
 from vlmrl.pipelines.common import (
@@ -51,10 +73,11 @@ from vlmrl.pipelines.common import (
     open_episode_store,
     write_config,
 )
+from vlmrl.robot_actor import RobotKit, RobotSide, describe_env
 from vlmrl.run_dir import NewPaths
 from vlmrl.scoring import ScoringLink, aux_reward_for
 from vlmrl.sources import ROBOT_INFO_KEYS, RobotEpisodes
-from vlmrl.train_config import takes_td_errors
+from vlmrl.train_config import RayConfig, takes_td_errors
 
 logger = logging.getLogger("vlmrl.finetune")
 
@@ -95,6 +118,14 @@ class Config(RobotEnvConfig):
     resume: bool = False
     """Continue the fine-tuning run in out_dir (agent, sampler, scores and episode count from its
     checkpoint; the buffer store is reopened) instead of starting from the sim run's agent."""
+    actors: int = 0
+    """Arms run at once, each in its own Ray actor (its own LeRobotEnv, safety layer, operator keys and
+    policy copy); this process learns. 0: one arm in this process, and Ray is not imported."""
+    arms: Path | None = None
+    """With ``--actors`` on real arms: JSON list, one object per actor, overriding ``--robot`` fields
+    (``port``, ``id``, ``camera_sources``, ...) and ``leader_port``. Optional on the twin."""
+    ray: RayConfig = field(default_factory=RayConfig)
+    """With ``--actors``: the Ray cluster and how the actors are fed (as ``vlmrl train --ray.*``)."""
 
 
 def load_sim_run(run_dir: Path) -> dict[str, Any]:
@@ -205,9 +236,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
 
     from agents.export import export_policy
     from agents.sac import SAC
-    from robot.contract import env_spec
     from robot.signals import interrupt_on_signals
-    from robot.teleop import KeyboardJog, LeaderArm, OperatorKeys, leader_type_for
     from vlm import scorer_prompt
 
     if cfg.episodes < 1:
@@ -224,20 +253,20 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     obs_spec = policy_obs_spec(state)
     action_space: Any = action_space_of(state)  # the units the agent was trained in; the safety layer clips
     resumed = load_finetune_checkpoint(cfg)
+    agent = SAC(train.agent, obs_spec, action_space)
+    agent.load_state_dict(resumed["agent"] if resumed else state["agent"])
     # config.json is written once the robot, the policy fit and the store are checked; a run failing on
     # them leaves the previous run's files as they were (and removes an empty safety.jsonl/store it made).
-    new = NewPaths(cfg.out_dir, ["safety.jsonl", "buffer.zarr"])
-    with new.removed_on_failure():
-        env = make_robot_env(cfg, cfg.out_dir, robot_factories)
+    new = NewPaths(cfg.out_dir, ["safety.jsonl", "buffer.zarr", *(f"arm-{i}" for i in range(cfg.actors))])
     last: dict[str, Any] = {}
-    with interrupt_on_signals(), env:
-        with new.removed_on_failure():
-            check_policy_fits(obs_spec, env, f"the policy of {cfg.from_run}")
-        agent = SAC(train.agent, obs_spec, action_space)
-        agent.load_state_dict(resumed["agent"] if resumed else state["agent"])
-        spec = env_spec(env)
-        camera = f"pixels/{spec.cameras[0]}" if spec.cameras else ""
-        prompt = train.prompt or scorer_prompt(spec.task_description, train.scorer.kind)  # as train builds it
+    arms = (
+        several_arms(cfg, agent, obs_spec, action_space, new, robot_factories)
+        if cfg.actors
+        else one_arm(cfg, obs_spec, new, robot_factories)
+    )
+    with interrupt_on_signals(), arms as (side, source_for):
+        camera = f"pixels/{side.cameras[0]}" if side.cameras else ""
+        prompt = train.prompt or scorer_prompt(side.task_description, train.scorer.kind)  # as train builds it
         scorer = make_sim_scorer(train, cfg.from_run, prompt)
         buffer_cfg = dataclasses.replace(
             cfg.buffer,
@@ -249,17 +278,18 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
             n_step=train.buffer.n_step,
         )
         record_attrs = {
-            "task_description": spec.task_description,
+            "task_description": side.task_description,
             "control_hz": cfg.env.control_hz,
             "robot_type": cfg.robot.type,
-            "action_keys": list(env.action_keys),
-            "cameras": list(spec.cameras),
+            "action_keys": list(side.action_keys),
+            "cameras": list(side.cameras),
             "from_run": str(cfg.from_run),
         }
         store = cfg.out_dir / "buffer.zarr"
+        info_keys = INFO_KEYS + ((POLICY_VERSION_KEY,) if cfg.actors else ())
         with new.removed_on_failure():
             buffer = open_episode_store(
-                store, buffer_cfg, spec.obs_spec(), spec.action_shape[0], INFO_KEYS, record_attrs
+                store, buffer_cfg, side.obs_spec, side.action_dim, info_keys, record_attrs
             )
         loop = LoopState()
         if resumed:
@@ -286,13 +316,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
             policy_keys=tuple(obs_spec),
         )
         learner = Learner(agent, buffer, link, plan, loop, np.random.default_rng(cfg.seed))
-        keys = OperatorKeys()
-        teleop: Any = (
-            LeaderArm(leader_type_for(cfg.robot.type), cfg.leader_port)
-            if cfg.teleop == "leader"
-            else KeyboardJog(env.action_keys, dict.fromkeys(env.action_keys, 2.0))
-        )
-        episodes = RobotEpisodes(env, buffer, keys, teleop, seed_base=cfg.seed)
+        episodes = source_for(buffer)
         stop_at = loop.episode + cfg.episodes
         metrics_path = cfg.out_dir / "metrics.jsonl"
 
@@ -327,12 +351,165 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
             learner.run(episodes, until=lambda: loop.episode >= stop_at, after_episode=after_episode)
         finally:
             link.close()  # drains the queued clips (up to 30 s), stops the worker, closes the scorer
-            keys.close()
-            teleop.close()
             buffer.close()
         export_policy(agent, cfg.out_dir / "policy.pt", run=sim_policy_run_info(cfg.from_run))
     print(f"finetune: {cfg.episodes} episode(s) -> {cfg.out_dir / 'policy.pt'}")
     return last
+
+
+SourceFor = Callable[[Any], Any]
+"""Builds the loop's experience source once the replay buffer exists."""
+
+
+def make_teleop(cfg: Config, env: Any) -> Any:
+    """Who drives during a takeover: the leader arm at ``cfg.leader_port``, or the keyboard jog."""
+    from robot.teleop import KeyboardJog, LeaderArm, leader_type_for
+
+    if cfg.teleop == "leader":
+        return LeaderArm(leader_type_for(cfg.robot.type), cfg.leader_port)
+    return KeyboardJog(env.action_keys, dict.fromkeys(env.action_keys, 2.0))
+
+
+@contextmanager
+def one_arm(
+    cfg: Config, obs_spec: dict, new: NewPaths, robot_factories: dict[str, Any] | None
+) -> Iterator[tuple[RobotSide, SourceFor]]:
+    """The arm in this process: its env (checked against the policy), operator keys and teleop."""
+    from robot.teleop import OperatorKeys
+
+    with new.removed_on_failure():
+        env = make_robot_env(cfg, cfg.out_dir, robot_factories)
+    with env:
+        with new.removed_on_failure():
+            check_policy_fits(obs_spec, env, f"the policy of {cfg.from_run}")
+        keys = OperatorKeys()
+        teleop = make_teleop(cfg, env)
+        try:
+            yield (
+                describe_env(env),
+                lambda buffer: RobotEpisodes(env, buffer, keys, teleop, seed_base=cfg.seed),
+            )
+        finally:
+            keys.close()
+            teleop.close()
+
+
+@dataclass(frozen=True)
+class ArmActorConfig:
+    """What one robot actor of ``--actors`` opens (``open_arm``, in the actor's process)."""
+
+    cfg: Config
+    """The fine-tuning config with this arm's ``robot`` and ``leader_port``."""
+    out_dir: Path
+    """Where this arm's safety.jsonl goes."""
+    policy_obs: dict[str, Any]
+    """What the policy reads: the arm's env must provide it."""
+    robot_factories: dict[str, Any] | None = None
+
+
+def open_arm(arm: ArmActorConfig) -> RobotKit:
+    """A robot actor's env, operator keys and teleop (runs in the actor's process)."""
+    from robot.teleop import OperatorKeys
+
+    env = make_robot_env(arm.cfg, arm.out_dir, arm.robot_factories)
+    try:
+        check_policy_fits(arm.policy_obs, env, f"the policy of {arm.cfg.from_run}")
+        return RobotKit(env, OperatorKeys(), make_teleop(arm.cfg, env))
+    except BaseException:
+        env.close()
+        raise
+
+
+ARM_FILE_KEYS = frozenset(f.name for f in dataclasses.fields(ArmConfig)) | {"leader_port"}
+
+
+def arm_configs(cfg: Config) -> list[Config]:
+    """One config per actor: ``cfg`` with each arm's overrides from ``--arms`` (else ``cfg`` itself).
+
+    Raises:
+        ConfigError: ``--actors`` on real arms without ``--arms``, or an arms file that cannot be read, is not a
+            list of one object per actor, names an unknown field, or gives two arms the same port or id.
+    """
+    if cfg.arms is None:
+        if cfg.robot.type != "sim_so101" and cfg.actors > 1:
+            raise ConfigError(
+                f"--actors {cfg.actors} on {cfg.robot.type}: give each arm its port and id with --arms FILE "
+                '(a JSON list such as [{"port": "/dev/ttyACM0", "id": "left"}, ...])'
+            )
+        return [cfg] * cfg.actors
+    try:
+        entries = json.loads(cfg.arms.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"--arms {cfg.arms}: cannot read it as JSON ({exc})") from None
+    if (
+        not isinstance(entries, list)
+        or len(entries) != cfg.actors
+        or not all(isinstance(e, dict) for e in entries)
+    ):
+        raise ConfigError(f"--arms {cfg.arms}: expected a JSON list of {cfg.actors} objects (one per actor)")
+    out = []
+    for i, entry in enumerate(entries):
+        unknown = sorted(set(entry) - ARM_FILE_KEYS)
+        if unknown:
+            raise ConfigError(
+                f"--arms {cfg.arms}: arm {i} has unknown fields {unknown} (known: {sorted(ARM_FILE_KEYS)})"
+            )
+        robot = {k: tuple(v) if isinstance(v, list) else v for k, v in entry.items() if k != "leader_port"}
+        out.append(
+            dataclasses.replace(
+                cfg,
+                robot=dataclasses.replace(cfg.robot, **robot),
+                leader_port=entry.get("leader_port", cfg.leader_port),
+            )
+        )
+    for name in ("port", "id"):
+        values = [getattr(c.robot, name) for c in out if getattr(c.robot, name) is not None]
+        if len(values) != len(set(values)):
+            raise ConfigError(f"--arms {cfg.arms}: two arms have the same {name} ({values})")
+    return out
+
+
+@contextmanager
+def several_arms(
+    cfg: Config,
+    agent: Any,
+    obs_spec: dict,
+    action_space: Any,
+    new: NewPaths,
+    robot_factories: dict[str, Any] | None,
+) -> Iterator[tuple[RobotSide, SourceFor]]:
+    """``cfg.actors`` robot actors on Ray (see the module doc); the learner's view of the first one's env."""
+    from vlmrl.actor_source import ActorEpisodes, connect  # imports Ray: only with --actors
+    from vlmrl.env_actor import PolicySpec
+    from vlmrl.robot_actor import RobotActor
+
+    if cfg.actors < 0:
+        raise ConfigError(f"--actors {cfg.actors}: expected >= 0")
+    arms = [
+        ArmActorConfig(arm, cfg.out_dir / f"arm-{i}", obs_spec, robot_factories)
+        for i, arm in enumerate(arm_configs(cfg))
+    ]
+    connect(cfg.ray.address)
+    policy = PolicySpec(
+        agent_cfg=agent.cfg, obs_spec=obs_spec, privileged_keys=(), policy_keys=tuple(obs_spec)
+    )
+    source = ActorEpisodes(
+        cfg.actors, f"finetune-{cfg.out_dir.resolve().name}-{uuid.uuid4().hex[:8]}", open_arm, None, policy,
+        [], cfg.seed, None, agent, lambda: False, cfg.ray,
+        actor_class=RobotActor, actor_configs=arms, actor_kwargs={"action_space": action_space},
+    )  # fmt: skip
+    try:
+        with new.removed_on_failure():
+            side = source.describe()
+        print(f"vlmrl finetune: {cfg.actors} arms on the Ray cluster (learner: this process)")
+
+        def bind(buffer: Any) -> Any:
+            source.buffer = buffer
+            return source
+
+        yield side, bind
+    finally:
+        source.close()
 
 
 def sim_policy_run_info(run_dir: Path) -> dict[str, Any] | None:

@@ -1,0 +1,74 @@
+"""`vlmrl finetune --actors N` with real Ray processes: two twins, each in its own actor, one learner."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import zarr
+
+from robot.config import ArmConfig
+from tests.vlmrl.pipeline_helpers import finetune_config
+from tests.vlmrl.test_finetune import sim_run
+from vlmrl.errors import ConfigError
+from vlmrl.pipelines import finetune
+from vlmrl.train_config import RayConfig
+
+
+@pytest.mark.slow
+def test_two_twin_arms_feed_one_learner_with_policy_versions(tmp_path, ray_address):
+    run, _ = sim_run(tmp_path)
+    # One request in flight per actor: the third and fourth episodes are asked for after the learner's first
+    # updates (6 per 6-step episode once 8 transitions are stored), so they act with newer weights.
+    ray = RayConfig(address=ray_address, weights_every_updates=1, max_in_flight=1)
+    cfg = finetune_config(tmp_path, run, actors=2, episodes=4, ray=ray, wait_for_scores_s=0.0)
+    assert finetune.main(cfg) == 0
+    out = tmp_path / "ft"
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert len(lines) == 4 and {m["actors/actor"] for m in lines} == {0.0, 1.0}
+    assert all(m["steps"] == 6 and m["interventions"] == 0 for m in lines)
+    group = zarr.open_group(str(out / "buffer.zarr"), mode="r")
+    ends = group["episode_ends"][:4]
+    assert list(np.diff(np.concatenate([[0], ends]))) == [7] * 4  # 6 transitions + the final observation
+    versions = group["info/policy_version"][: ends[-1]]
+    per_episode = [versions[s:e] for s, e in zip(np.concatenate([[0], ends[:-1]]), ends)]
+    assert all(len(set(v.tolist())) == 1 for v in per_episode)  # one policy per episode
+    firsts = [float(v[0]) for v in per_episode]
+    assert min(firsts) == 0.0 and max(firsts) > 0.0  # the sim run's weights, then the learner's updates
+    assert sorted(p.name for p in out.glob("arm-*")) == ["arm-0", "arm-1"]  # a safety layer per arm
+    assert (out / "policy.pt").is_file()
+
+
+def test_arms_file_gives_each_actor_its_robot_and_is_checked(tmp_path):
+    run = tmp_path / "sim_run"
+    base = finetune_config(tmp_path, run, actors=2)
+    real = dataclasses.replace(base, robot=ArmConfig(type="so101_follower"))
+    with pytest.raises(ConfigError, match="give each arm its port and id with --arms"):
+        finetune.arm_configs(real)
+    arms = tmp_path / "arms.json"
+    arms.write_text(
+        json.dumps(
+            [
+                {"port": "/dev/ttyACM0", "id": "left", "camera_sources": ["0"]},
+                {"port": "/dev/ttyACM1", "id": "right", "leader_port": "/dev/ttyACM2"},
+            ]
+        )
+    )
+    left, right = finetune.arm_configs(dataclasses.replace(real, arms=arms))
+    assert (left.robot.port, left.robot.id, left.robot.camera_sources) == ("/dev/ttyACM0", "left", ("0",))
+    assert (right.robot.port, right.robot.type, right.leader_port) == (
+        "/dev/ttyACM1",
+        "so101_follower",
+        "/dev/ttyACM2",
+    )
+    for bad, message in [
+        ([{"port": "a"}], "expected a JSON list of 2 objects"),
+        ([{"port": "a"}, {"prot": "b"}], r"arm 1 has unknown fields \['prot'\]"),
+        ([{"port": "a", "id": "x"}, {"port": "a", "id": "y"}], "two arms have the same port"),
+    ]:
+        arms.write_text(json.dumps(bad))
+        with pytest.raises(ConfigError, match=message):
+            finetune.arm_configs(dataclasses.replace(real, arms=arms))
+    assert finetune.arm_configs(base) == [base, base]  # the twin: every actor its own twin of --robot
