@@ -198,6 +198,19 @@ def test_the_twin_records_at_its_training_rate_unless_told_otherwise(tmp_path):
     assert record.twin_rate(arm).env.control_hz == LeRobotEnvConfig().control_hz
 
 
+def test_the_watchdog_is_on_for_arms_and_off_for_the_lockstep_twin_unless_asked(tmp_path):
+    from robot.watchdog import Watchdog
+    from vlmrl.pipelines.common import make_robot_env
+
+    assert Watchdog(WatchdogConfig(), period_s=0.05, on_trip=lambda reason: None).enabled  # a real arm
+    default = config(tmp_path, env=LeRobotEnvConfig(image_size=32))
+    with make_robot_env(default, tmp_path / "a") as env:
+        assert not env.watchdog.enabled
+    asked = config(tmp_path, env=LeRobotEnvConfig(image_size=32, watchdog=WatchdogConfig(on_twin=True)))
+    with make_robot_env(asked, tmp_path / "b") as env:
+        assert env.watchdog.enabled
+
+
 def test_a_watchdog_stop_keeps_and_exports_the_episodes_committed_before_it(tmp_path, monkeypatch, capsys):
     """Episode 2 of 3 stalls past the watchdog's limit: episode 1 stays in the store and the LeRobot export
     (so the README's next line, train --offline runs/rec/lerobot, has data), and the stop is reported."""
@@ -225,7 +238,12 @@ def test_a_watchdog_stop_keeps_and_exports_the_episodes_committed_before_it(tmp_
 
     monkeypatch.setattr(record, "make_driver", stalling)
     env = LeRobotEnvConfig(
-        control_hz=20.0, max_episode_steps=10, image_size=32, reset_settle_steps=1, keyboard_estop=False
+        control_hz=20.0,
+        max_episode_steps=10,
+        image_size=32,
+        reset_settle_steps=1,
+        keyboard_estop=False,
+        watchdog=WatchdogConfig(on_twin=True),  # the twin's default is off: a simulated arm cannot go stale
     )
     with pytest.raises(RobotError, match=r"(stale observation|control loop overran).*lower --env.control-hz"):
         record.main(config(tmp_path, env=env, episodes=3))

@@ -74,6 +74,8 @@ def make_robot_env(cfg: RobotEnvConfig, out_dir: Path, robot_factories: dict[str
         env_cfg = replace(env_cfg, task_description=str(TASKS[cfg.task]().description))
     if cfg.start_pose == "sim_home":
         env_cfg = replace(env_cfg, home=home_action())
+    if cfg.robot.type == "sim_so101" and not env_cfg.watchdog.on_twin:
+        env_cfg = replace(env_cfg, watchdog=replace(env_cfg.watchdog, enabled=False))  # lockstep: never stale
     twin_hz = cfg.twin_control_hz or env_cfg.control_hz
     image_size = env_cfg.image_size or 128
 

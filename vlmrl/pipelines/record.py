@@ -16,7 +16,7 @@ before the stop, then reports the stop.
 
 On the twin (``--robot.type sim_so101``), ``--env.control-hz`` left at its default becomes the rate the
 twin's policies train at (``--source policy``: the policy's; otherwise ``SimConfig.control_hz``, 20 Hz),
-so recorded episodes match training and deploy, and a busy machine has 75 ms per step, not 50.
+so recorded episodes match training and deploy.
 
 Nothing in ``out_dir`` changes before the inputs are checked (robot, driver, policy, an existing store);
 a run that fails on them removes what it created and leaves the previous run's files as they were.
