@@ -38,6 +38,7 @@ import numpy as np
 import tyro
 
 from vlm.config import OracleConfig
+from vlm.score_calibration import best_threshold
 from vlmrl.errors import ConfigError
 from vlmrl.scorer_choice import ScorerChoice
 
@@ -287,15 +288,6 @@ def bce(net: Any, frames: np.ndarray, targets: np.ndarray) -> float:
     p = np.clip(predict(net, frames).astype(np.float64), 1e-6, 1 - 1e-6)
     t = targets.astype(np.float64)
     return float(-np.mean(t * np.log(p) + (1 - t) * np.log1p(-p)))
-
-
-def best_threshold(scores: np.ndarray, truth: np.ndarray) -> float:
-    """The score threshold (midway between neighbouring held-out scores) of the best held-out accuracy;
-    the smallest such one."""
-    values = np.unique(scores.astype(np.float64))
-    candidates = np.r_[values[0] - 1e-6, (values[:-1] + values[1:]) / 2, values[-1] + 1e-6]
-    accuracies = [np.mean((scores >= t) == truth) for t in candidates]
-    return float(np.clip(candidates[int(np.argmax(accuracies))], 0.0, 1.0))
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
