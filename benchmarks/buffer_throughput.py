@@ -8,7 +8,8 @@ path (through the OS page cache, which is warm right after filling: also printed
 storages are sampled in alternating rounds so load from other processes hits both alike.
 The same episodes then go to a lossy JPEG store (`frame_codec="jpeg"`, default quality):
 `lossy_bytes_per_frame` (target <= 1/5 of the 21,168 raw bytes) and `lossy_pixel_ratio` against the RAM
-buffer, measured the same way.
+buffer, measured the same way; beside them the CPU time per pixel batch of both (all threads; the
+wall-clock ratio depends on the cores other processes leave free) and of decoding one frame on one thread.
 Targets: state_ratio >= 0.8, pixel_ratio >= 0.1 (stretch 0.25), rss bounded by the budget,
 lossy_raw_fraction <= 0.2, lossy_pixel_ratio >= 0.1.
 
@@ -120,6 +121,31 @@ def interleaved(a: Callable[[], object], b: Callable[[], object], seconds: float
     return n_a / t_a, n_b / t_b
 
 
+def cpu_ms_per_call(fn: Callable[[], object], seconds: float = 2.0) -> float:
+    """CPU time of this process (all its threads) per call of `fn`, in ms: what a call costs whatever the
+    other processes on the machine do (wall-clock rates depend on the cores they leave free)."""
+    fn()
+    n, wall, cpu = 0, time.perf_counter(), time.process_time()
+    while n < 5 or time.perf_counter() - wall < seconds:
+        fn()
+        n += 1
+    return (time.process_time() - cpu) / n * 1e3
+
+
+def decode_cpu_us_per_frame(maker: EpisodeMaker, quality: int) -> float:
+    """CPU time of decoding one stored JPEG frame on one thread (the lossy store's codec, its frames), in us."""
+    from buffer.storage.jpeg_codec import JpegFrames
+
+    codec = JpegFrames(quality, FRAME_SHAPE)
+    encoded = [codec.encode(f) for f in maker.make(0)["pixels/front"]]
+    out = np.empty(int(np.prod(FRAME_SHAPE)), np.uint8)
+    rounds, start = 20, time.process_time()
+    for _ in range(rounds):
+        for data in encoded:
+            codec.decode_into(data, out)
+    return (time.process_time() - start) / (rounds * len(encoded)) * 1e6
+
+
 def rss_mb() -> float:
     """Resident set size of this process now, in MiB."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -157,6 +183,10 @@ def measure_lossy(
         disk = sum(p.stat().st_size for p in pixel_dir.rglob("*") if p.is_file())
         batches_per_s(lambda: buf.sample(BATCH), seconds / 2)  # fill the frame cache
         z_pixels, m_pixels = interleaved(lambda: buf.sample(BATCH), lambda: mbuf.sample(BATCH), seconds)
+        z_cpu_ms, m_cpu_ms = (
+            cpu_ms_per_call(lambda: buf.sample(BATCH)),
+            cpu_ms_per_call(lambda: mbuf.sample(BATCH)),
+        )
         last = episodes - 1
         start, end = buf.episode_rows(last)
         stored = buf.storage.read("pixels/front", np.arange(start, end)).astype(np.int16)
@@ -171,6 +201,9 @@ def measure_lossy(
         "lossy_zarr_pixel_batches_per_s": z_pixels,
         "lossy_memory_pixel_batches_per_s": m_pixels,
         "lossy_pixel_ratio": z_pixels / m_pixels,
+        "lossy_cpu_ms_per_pixel_batch": z_cpu_ms,
+        "memory_cpu_ms_per_pixel_batch": m_cpu_ms,
+        "lossy_decode_cpu_us_per_frame": decode_cpu_us_per_frame(maker, quality),
         "lossy_insert_frames_per_s": insert,
         "lossy_mean_abs_error": float(error.mean()),
         "lossy_p999_abs_error": float(np.percentile(error, 99.9)),
