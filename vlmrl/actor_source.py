@@ -122,13 +122,19 @@ class ActorEpisodes:
         if actor_configs is not None and len(actor_configs) != num_actors:
             raise ConfigError(f"--actors {num_actors}: got {len(actor_configs)} actor configs")
         self.actor_class = actor_class
+        self.close_group: str | None = getattr(actor_class, "CLOSE_GROUP", None)
+        """Concurrency group in which the actor's ``close`` runs beside its episode (robot actors)."""
         cpus = float(ray.cluster_resources().get("CPU", 0.0))
         if num_actors * ray_cfg.actor_cpus > cpus:
             raise ConfigError(
                 f"--actors {num_actors} x --ray.actor-cpus {ray_cfg.actor_cpus:g} needs "
                 f"{num_actors * ray_cfg.actor_cpus:g} CPUs, the Ray cluster has {cpus:g}"
             )
-        remote = ray.remote(actor_class)
+        remote = (
+            ray.remote(concurrency_groups={self.close_group: 1})(actor_class)
+            if self.close_group
+            else ray.remote(actor_class)
+        )
         self.slots = []
         for i in range(num_actors):
             name = f"{run_name}/env-{i}"
@@ -247,10 +253,12 @@ class ActorEpisodes:
 
     def close(self, close_timeout_s: float = 30.0) -> None:
         """Stop the actors (their episodes in flight are dropped, as after a crash). Actors with a ``close``
-        method (a robot actor: its arm's torque and cameras) are asked to close first, waiting up to
-        ``close_timeout_s`` for all of them (each after its episodes in flight)."""
-        if hasattr(self.actor_class, "close"):
-            closing = [slot.handle.close.remote() for slot in self.slots]
+        in their own concurrency group (a robot actor: it ends its episode at the next step and releases
+        the arm) are asked to close first, waiting up to ``close_timeout_s`` for all of them."""
+        if self.close_group:
+            closing = [
+                slot.handle.close.options(concurrency_group=self.close_group).remote() for slot in self.slots
+            ]
             ray.wait(closing, num_returns=len(closing), timeout=close_timeout_s)
         for slot in self.slots:
             ray.kill(slot.handle, no_restart=True)

@@ -11,6 +11,7 @@ arm was really sent is stored) and returns them as ``ReplayBuffer.add_episode`` 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -92,6 +93,10 @@ class _EpisodeArrays:
 class RobotActor:
     """One arm's env, operator and policy copy (CPU, one torch thread); the Ray actor of `finetune --actors`.
 
+    ``close`` runs in its own Ray concurrency group (``CLOSE_GROUP``) beside the episode in progress: it
+    ends that episode at its next step (a truncation, as the operator's reset key does), then releases
+    the arm, so stopping a run never leaves an arm mid-episode or waits for the episodes queued after it.
+
     Args:
         make_kit: builds the arm's ``RobotKit`` from ``arm_cfg`` (in this process: the arm's serial port
             and cameras belong to it); a ConfigError it raises stops the run with one line.
@@ -103,6 +108,9 @@ class RobotActor:
         action_space: the action space the policy was trained in (its bounds scale the actor's output);
             None: the env's.
     """
+
+    CLOSE_GROUP = "control"
+    """Ray concurrency group of ``close`` (``ActorEpisodes`` creates the actor with it)."""
 
     def __init__(
         self,
@@ -126,6 +134,8 @@ class RobotActor:
         self.policy_keys = list(policy.policy_keys)
         self.seed_base = seed_base
         self.version = -1
+        self._episode = threading.Lock()  # held while an episode runs; close waits for it
+        self._closing = False
 
     def pid(self) -> int:
         """This actor's process id."""
@@ -144,6 +154,12 @@ class RobotActor:
         ``random_actions`` is not supported on an arm (finetune never asks for it)."""
         if random_actions:
             raise ValueError("a robot actor does not act at random")
+        with self._episode:
+            if self._closing:
+                raise RuntimeError("this robot actor is closing")
+            return self._run_episode(episode, weights, version)
+
+    def _run_episode(self, episode: int, weights: list[Any], version: int) -> dict[str, Any]:
         if version != self.version:
             import ray
 
@@ -157,6 +173,8 @@ class RobotActor:
         keys = self.policy_keys
 
         def act(obs: Mapping[str, np.ndarray]) -> np.ndarray:
+            if self._closing:
+                self.kit.env.truncate_now()  # again each step: a reset clears it
             return self.agent.act({k: obs[k] for k in keys})
 
         stats = episodes.collect(episode, act, after_step=lambda: None)
@@ -165,7 +183,14 @@ class RobotActor:
         return {"episode": episode, **record.arrays(self.version), "stats": stats}
 
     def close(self) -> None:
-        """Release the arm (motors, cameras), the keys and the teleop."""
+        """End the episode in progress at its next step, then release the arm (motors, cameras), the keys and
+        the teleop; episodes asked for later are refused."""
+        self._closing = True
+        self.kit.env.truncate_now()
+        with self._episode:
+            self._release()
+
+    def _release(self) -> None:
         self.kit.keys.close()
         self.kit.teleop.close()
         self.kit.env.close()

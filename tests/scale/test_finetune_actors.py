@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -11,9 +13,11 @@ import zarr
 
 from robot.config import ArmConfig
 from tests.vlmrl.pipeline_helpers import finetune_config
-from tests.vlmrl.test_finetune import sim_run
+from tests.vlmrl.test_finetune import ROBOT_OBS, sim_run
+from vlmrl.env_actor import PolicySpec
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines import finetune
+from vlmrl.robot_actor import RobotActor
 from vlmrl.train_config import RayConfig
 
 
@@ -72,3 +76,29 @@ def test_arms_file_gives_each_actor_its_robot_and_is_checked(tmp_path):
         with pytest.raises(ConfigError, match=message):
             finetune.arm_configs(dataclasses.replace(real, arms=arms))
     assert finetune.arm_configs(base) == [base, base]  # the twin: every actor its own twin of --robot
+
+
+def test_closing_a_robot_actor_ends_its_episode_at_the_next_step(tmp_path):
+    """What ``ActorEpisodes.close`` relies on (``close`` runs in its own Ray concurrency group): the arm is
+    released after a truncated step, not after the episode's remaining steps; later episodes are refused."""
+    run, agent = sim_run(tmp_path)
+    cfg = finetune_config(tmp_path, run)
+    cfg = dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, max_episode_steps=100_000))
+    policy = PolicySpec(
+        agent_cfg=agent.cfg, obs_spec=ROBOT_OBS, privileged_keys=(), policy_keys=tuple(ROBOT_OBS)
+    )
+    arm = finetune.ArmActorConfig(cfg, tmp_path / "arm-0", ROBOT_OBS)
+    actor = RobotActor(finetune.open_arm, arm, policy, [], seed_base=0)
+    episode: dict = {}
+    thread = threading.Thread(target=lambda: episode.update(actor.run_episode(0, False, [None], -1)))
+    thread.start()
+    while actor.kit.env._steps < 3:  # the episode is under way
+        time.sleep(0.01)
+    actor.close()
+    thread.join(timeout=60)
+    length = int(episode["stats"]["length"])
+    assert 3 <= length < 100_000 and episode["truncated"][-1] and not episode["terminated"].any()
+    assert episode["obs"]["pixels/front"].shape == (length + 1, 32, 32, 3)
+    assert set(episode["info"]) == {"success", "progress", "intervention", "policy_version"}
+    with pytest.raises(RuntimeError, match="closing"):
+        actor.run_episode(1, False, [None], -1)
