@@ -186,10 +186,13 @@ def run_grid(
     if scorer is not None:
         size = env.unwrapped.cfg.image_size
         camera, hw = getattr(scorer, "camera", "front"), getattr(scorer, "image_hw", (size, size))
+        # The twin's framebuffer is the policy's image size: a scorer fitted on larger frames gets those
+        # (and refuses them in one line unless it may resize).
+        side = min(int(hw[0]), size)
         check = getattr(scorer, "check_source", None)
         if check is not None:
-            check(camera, hw)
-        view = ScorerView(camera, int(hw[0]))
+            check(camera, (side, side))
+        view = ScorerView(camera, side)
         prompt = scorer_prompt(env.unwrapped.task_description, scorer_kind)
     seeds = spec.seeds()
     rows, frames, aucs = {}, {}, {}

@@ -151,16 +151,6 @@ def test_a_scorer_gets_an_auc_per_row_from_the_frames_the_perturbed_twin_rendere
     assert "scorer AUC |" in table and "`oracle`" in table
 
 
-def test_evaluate_with_a_scorer_writes_its_auc_per_row(tmp_path):
-    cfg = config(tmp_path, export(tmp_path), factors=("color",), episodes=1, views=0, scorer="scorer:oracle")
-    assert evaluate.main(cfg) == 0
-    summary = json.loads((cfg.out_dir / "evaluate.json").read_text())["summary"]
-    # Three steps of an untrained policy never succeed: one class only, so no AUC (None), but a column.
-    assert [row["scorer_auc"] for row in summary.values()] == [None] * 4
-    assert "| nominal | 1 | 0% | - | " in (cfg.out_dir / "evaluate.md").read_text()
-    assert "scorer AUC" in (cfg.out_dir / "evaluate.md").read_text()
-
-
 def test_train_evaluate_perturb_adds_the_grid_to_the_report_and_a_bad_preset_fails_before_training(tmp_path):
     from agents.config import SACConfig as Agent
     from buffer.config import BufferConfig
@@ -189,3 +179,42 @@ def test_train_evaluate_perturb_adds_the_grid_to_the_report_and_a_bad_preset_fai
     with pytest.raises(ConfigError, match="--evaluate-perturb 'wild': unknown preset"):
         main(dataclasses.replace(cfg, evaluate_perturb="wild", run_dir=str(tmp_path / "bad")))
     assert not (tmp_path / "bad").exists()
+
+
+def test_a_learned_scorer_scores_the_grid_at_its_size_or_refuses_another_in_one_line(tmp_path, capsys):
+    from sim.so101.tasks import TASKS
+    from vlm.backends.learned import build_net, save_learned
+    from vlm.prompts import prompt_hash, scorer_prompt
+
+    prompt = scorer_prompt(TASKS["reach"]().description, "learned")
+    policy = export(tmp_path)  # renders the front camera at 48 px
+    for side in (48, 64):
+        meta = dict(
+            camera="front", image_hw=[side, side], num_frames=4, width=4, prompt=prompt, labels="random"
+        )
+        save_learned(tmp_path / f"s{side}.pt", build_net(4, 4), {**meta, "prompt_hash": prompt_hash(prompt)})
+    args = ["evaluate", "--policy", str(policy), "--factors", "color", "--episodes", "1", "--views", "0"]
+    args += ["--max-episode-steps", "3"]
+    good = [
+        *args,
+        "--out-dir",
+        str(tmp_path / "good"),
+        "--scorer",
+        f"scorer:learned --scorer.path {tmp_path / 's48.pt'}",
+    ]
+    assert cli.main(good) == 0
+    assert "scorer AUC" in (tmp_path / "good" / "evaluate.md").read_text()
+    summary = json.loads((tmp_path / "good" / "evaluate.json").read_text())["summary"]
+    # Three steps of an untrained policy never succeed: one label only, so no AUC (None) in any row.
+    assert [row["scorer_auc"] for row in summary.values()] == [None] * 4
+    bad = [
+        *args,
+        "--out-dir",
+        str(tmp_path / "bad"),
+        "--scorer",
+        f"scorer:learned --scorer.path {tmp_path / 's64.pt'}",
+    ]
+    assert cli.main(bad) == 1
+    err = capsys.readouterr().err
+    assert "fitted on camera 'front' at 64x64 px, these frames are camera 'front' at 48x48 px" in err
+    assert err.count("\n") == 1
