@@ -80,6 +80,11 @@ class SACConfig:
     """Clip normalised observations to +-this value."""
     pixel: PixelEncoderConfig = field(default_factory=PixelEncoderConfig)
     """Encoder for pixel observations (used only when the observation spec has ``pixels/<cam>`` keys)."""
+    privileged_aux_weight: float = 0.0
+    """With privileged keys (an asymmetric critic, simulation only) and a trained pixel encoder: weight of an
+    auxiliary loss that makes the actor's features predict the normalised privileged state (a linear head,
+    discarded at export). Without it a critic that reads the state has no reason to teach the encoder where
+    the target is, and the actor, which reads only the features, cannot find it. 0: no auxiliary loss."""
     seed: int = 0
     """Seed of network initialisation and of the agent's own sampling (actions, augmentation)."""
     device: str = "cpu"

@@ -5,7 +5,9 @@ target networks, automatic temperature, optional LayerNorm critics (RLPD), n-ste
 buffer's ``Batch.discount``, PER importance weights, and DrQ for pixels (the conv encoder is trained by
 the critic loss only; the actor sees its features detached). A critic ensemble with the TD target over a
 random subset (REDQ, Chen et al. 2021; RLPD, Ball et al. 2023), and an asymmetric critic: keys named
-``privileged_keys`` (the sim's state) reach the critics only, never the actor or an exported policy.
+``privileged_keys`` (the sim's state) reach the critics only, never the actor or an exported policy;
+with ``privileged_aux_weight`` the actor's features also learn to predict that state (an auxiliary loss on
+the encoder, as the critic no longer needs the pixels to value a state).
 
 Pixels (issue #13): one encoder, shared by actor and critics and trained by the critic loss; the TD
 target encodes the next observation with the same (online) encoder without gradients, as DrQ-v2 does,
@@ -27,7 +29,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from agents.augmentation import random_shift_prepared
 from agents.config import SACConfig
@@ -56,6 +58,8 @@ class SAC:
         low, high = action_bounds(action_space, "SAC")
         if cfg.utd_ratio < 1 or not 0.0 < cfg.tau <= 1.0 or cfg.init_alpha <= 0.0:
             raise AgentError("SACConfig needs utd_ratio >= 1, 0 < tau <= 1 and init_alpha > 0")
+        if cfg.privileged_aux_weight < 0.0:
+            raise AgentError(f"SACConfig needs privileged_aux_weight >= 0, got {cfg.privileged_aux_weight}")
         if cfg.num_critics < 1 or not 1 <= cfg.target_critics <= cfg.num_critics:
             raise AgentError(
                 f"SACConfig needs num_critics >= 1 and 1 <= target_critics <= num_critics, "
@@ -88,6 +92,11 @@ class SAC:
         self.actor.to(self.device)
         self.critic.to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        # Auxiliary head: actor features -> normalised privileged state (only where both exist and the
+        # encoder learns; a robot run without privileged keys simply has none).
+        self.privileged_head: nn.Linear | None = None
+        if cfg.privileged_aux_weight > 0.0 and self.encoder.privileged_keys and self.encoder_trains:
+            self.privileged_head = nn.Linear(features, self.encoder.privileged_dim).to(self.device)
         self.log_alpha = torch.tensor(
             math.log(cfg.init_alpha), device=self.device, requires_grad=cfg.autotune_alpha
         )
@@ -100,6 +109,7 @@ class SAC:
                 "params": [
                     *self.critic.parameters(),
                     *(p for p in self.encoder.parameters() if p.requires_grad),
+                    *(self.privileged_head.parameters() if self.privileged_head is not None else ()),
                 ],
                 "lr": cfg.critic_lr,
             },
@@ -194,7 +204,15 @@ class SAC:
             torch._foreach_lerp_(self._target, self._online, self.cfg.tau)
         self.num_updates += 1
 
-        names = ("critic_loss", "actor_loss", "alpha_loss", "alpha", "entropy", "q_mean")
+        names = (
+            "critic_loss",
+            "actor_loss",
+            "alpha_loss",
+            "alpha",
+            "entropy",
+            "q_mean",
+            "privileged_aux_loss",
+        )
         metrics: dict[str, Any] = dict(zip(names, stats.tolist()))
         metrics["td_error"] = td.abs().mean(dim=0).cpu().numpy().astype(np.float32)
         return metrics
@@ -238,6 +256,9 @@ class SAC:
         q = self.critic(self._critic_input(features, privileged), action)
         td = q - target.unsqueeze(0)
         critic_loss = 0.5 * (weights * td.pow(2)).mean(dim=1).sum()
+        aux_loss = torch.zeros((), device=self.device)
+        if self.privileged_head is not None and privileged is not None:
+            aux_loss = (self.privileged_head(features) - privileged).pow(2).mean()
 
         # Actor loss through the critics with detached weights, on detached features: the minimum of a
         # twin, the ensemble mean of more critics (REDQ).
@@ -247,11 +268,13 @@ class SAC:
         q_all = self.critic(self._critic_input(actor_features, privileged), pi_action, detach_params=True)
         q_pi = q_all.min(dim=0).values if self.cfg.num_critics <= 2 else q_all.mean(dim=0)
         actor_loss = (alpha * log_prob - q_pi).mean()
-        loss = critic_loss + actor_loss
+        loss = critic_loss + actor_loss + self.cfg.privileged_aux_weight * aux_loss
         alpha_loss = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
         if self.cfg.autotune_alpha:
             loss = loss + alpha_loss
-        stats = torch.stack([critic_loss, actor_loss, alpha_loss, alpha, -log_prob.mean(), q.mean()]).detach()
+        stats = torch.stack(
+            [critic_loss, actor_loss, alpha_loss, alpha, -log_prob.mean(), q.mean(), aux_loss]
+        ).detach()
         return loss, td.detach(), stats
 
     def _privileged(self, obs: dict[str, Tensor]) -> Tensor | None:
@@ -279,6 +302,8 @@ class SAC:
             "generator": self.generator.get_state(),
             "num_updates": self.num_updates,
         }
+        if self.privileged_head is not None:
+            state["privileged_head"] = self.privileged_head.state_dict()
         # A copy, so the snapshot neither changes as training goes on nor shares optimizer moments
         # with an agent that loads it (Optimizer.load_state_dict may keep the given tensors).
         return copy.deepcopy(state)
@@ -294,6 +319,8 @@ class SAC:
             self.actor.load_state_dict(state["actor"])
             self.critic.load_state_dict(state["critic"])
             self.critic_target.load_state_dict(state["critic_target"])
+            if self.privileged_head is not None:
+                self.privileged_head.load_state_dict(state["privileged_head"])
             self.optimizer.load_state_dict(state["optimizer"])
         except (KeyError, RuntimeError, ValueError) as exc:
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)

@@ -159,3 +159,29 @@ def test_asymmetric_critic_reads_privileged_state_and_the_actor_never_does(tmp_p
     assert not torch.allclose(q1, q2)
     with pytest.raises(AgentError, match="privileged key 'pixels/front'"):
         SAC(SMALL, SIM_SPEC, BOX, privileged_keys=("pixels/front",))
+
+
+def test_privileged_aux_loss_teaches_the_encoder_what_the_critic_reads_from_the_state() -> None:
+    """With an asymmetric critic the encoder learns to predict the privileged state from the pixels
+    (issue #13); the actor still reads only the robot keys, and a robot run has no head at all."""
+    cfg = SACConfig(hidden_dims=(32, 32), pixel=PIXELS, privileged_aux_weight=1.0, critic_lr=3e-3)
+    sac = SAC(cfg, SIM_SPEC, BOX, privileged_keys=("state",))
+    assert sac.privileged_head is not None and "state" not in sac.actor_obs_spec
+    batch = random_batch(SIM_SPEC, batch=32, seed=5)
+    levels = np.random.default_rng(6).integers(0, 256, (2, 32), dtype=np.uint8)
+    for obs, level in zip((batch.obs, batch.next_obs), levels):  # a state the pixels reveal: brightness
+        obs["pixels/front"] = np.broadcast_to(level[:, None, None, None], (32, 32, 32, 3)).copy()
+        obs["state"] = np.repeat(level[:, None], 5, 1).astype(np.float32)
+    losses = [sac.update(batch)["privileged_aux_loss"] for _ in range(150)]
+    assert losses[-1] < 0.3 * losses[0], (losses[0], losses[-1])
+    again = SAC(cfg, SIM_SPEC, BOX, privileged_keys=("state",))
+    again.load_state_dict(sac.state_dict())
+    assert again.privileged_head is not None
+    torch.testing.assert_close(again.privileged_head.weight, sac.privileged_head.weight)
+    # No privileged keys (a robot, finetune) or a frozen encoder: no head, no auxiliary loss.
+    assert SAC(cfg, ROBOT_SPEC, BOX).privileged_head is None
+    frozen = SACConfig(hidden_dims=(32, 32), pixel=PixelEncoderConfig(**{**PIXELS.__dict__, "frozen": True}))
+    assert SAC(frozen, SIM_SPEC, BOX, privileged_keys=("state",)).privileged_head is None
+    assert SAC(SMALL, SIM_SPEC, BOX, privileged_keys=("state",)).update(batch)["privileged_aux_loss"] == 0.0
+    with pytest.raises(AgentError, match="privileged_aux_weight >= 0"):
+        SAC(SACConfig(privileged_aux_weight=-1.0), SIM_SPEC, BOX)
