@@ -29,6 +29,7 @@ import argparse
 import dataclasses
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -251,7 +252,7 @@ def learning(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         for task, demos, steps in tasks:
             common = {"task": task, "seed": seed, "steps": steps, "eval_every": args.eval_every,
                       "eval_episodes": args.eval_episodes, "demos": demos, "action_mode": args.action_mode,
-                      "reward": args.reward}  # fmt: skip
+                      "reward": args.reward, "extra": shlex.split(args.ours_args)}  # fmt: skip
             name = f"{task}-s{seed}"
             runs.append(
                 {
@@ -343,6 +344,12 @@ def main() -> int:
     parser.add_argument("--reward", default="shaped", help="reach: sparse or shaped, for both learners")
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument(
+        "--ours-args",
+        default="",
+        help="extra `vlmrl train` options for our runs only, e.g. the deployable reach recipe "
+        "'--asymmetric-critic --agent.privileged-aux-weight 1.0' (results/pixel-reach/README.md)",
+    )
+    parser.add_argument(
         "--sb3-cap-s", type=float, default=None, help="SB3 wall-clock cap (default 3600; quick: 1200)"
     )
     parser.add_argument("--workers", type=int, default=2, help="runs at a time (one core each)")
@@ -383,6 +390,7 @@ def main() -> int:
         "reach_env": {
             "action_mode": args.action_mode,
             "reward": args.reward,
+            "ours_args": args.ours_args,
             "image_size": 64,
             "cameras": ["front"],
         },
