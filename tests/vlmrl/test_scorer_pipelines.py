@@ -298,3 +298,20 @@ def test_score_refuses_a_learned_scorer_of_another_size_before_writing(store, tm
         score.main(cfg)
     assert not (tmp_path / "report").exists()
     assert score.main(dataclasses.replace(cfg, episodes=store, out_dir=tmp_path / "ok")) == 0
+
+
+def test_train_renders_at_the_learned_scorers_size_unless_told(random_student, capsys):
+    """README chain: `vlmrl record` stores 128 px frames, `scorer fit` learns at that size, and `vlmrl train
+    scorer:learned` rendered 64 px and refused to start."""
+    import dataclasses
+
+    from vlm.config import LearnedConfig
+    from vlmrl.pipelines.train import sim_size_for_learned_scorer
+    from vlmrl.train_config import TrainConfig
+
+    cfg = TrainConfig(scorer=LearnedConfig(path=str(random_student)))
+    assert sim_size_for_learned_scorer(cfg).sim.image_size == 16  # the fitted size
+    assert "rendering 16 px frames" in capsys.readouterr().out
+    told = dataclasses.replace(cfg, sim=dataclasses.replace(cfg.sim, image_size=32))
+    assert sim_size_for_learned_scorer(told).sim.image_size == 32  # the user's choice stands
+    assert sim_size_for_learned_scorer(TrainConfig()).sim.image_size == TrainConfig().sim.image_size

@@ -163,7 +163,8 @@ class LearnedScorer:
             raise VLMError(
                 f"{self.cfg.path} was fitted on camera {self.camera!r} at {self.image_hw[0]}x{self.image_hw[1]} "
                 f"px, these frames are camera {camera!r} at {hw[0]}x{hw[1]} px; fit a scorer on this camera "
-                "and size (vlmrl scorer fit --camera ...)"
+                "and size (vlmrl scorer fit --camera ...), render at its size (--sim.image-size), or pass "
+                "--scorer.resize"
             )
 
     def _batch(self, clips: list[Clip]) -> Any:

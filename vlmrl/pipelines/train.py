@@ -83,6 +83,29 @@ def offline_then_online(cfg: TrainConfig) -> int:
     return 0
 
 
+def sim_size_for_learned_scorer(cfg: TrainConfig) -> TrainConfig:
+    """``cfg`` rendering at the frame size a ``scorer:learned`` file was fitted on, where ``--sim.image-size``
+    is left at its default (``vlmrl record`` stores 128 px twin frames, train renders 64 px): the scorer
+    then scores the frames it learned from. The policy's own image size (``--agent.pixel.image-size``)
+    is separate and unchanged. A size given on the command line is kept (the scorer refuses it in one
+    line unless ``--scorer.resize``)."""
+    from vlm.config import LearnedConfig
+
+    if not isinstance(cfg.scorer, LearnedConfig) or cfg.sim.image_size != TrainConfig().sim.image_size:
+        return cfg
+    if not Path(cfg.scorer.path).is_file():
+        return cfg  # the scorer's own one-line error follows
+    from vlm.backends.learned import load_learned
+
+    height, width = (int(v) for v in load_learned(cfg.scorer.path)[0]["image_hw"])
+    if height != width or height == cfg.sim.image_size:
+        return cfg
+    print(
+        f"vlmrl train: rendering {height} px frames, the size {cfg.scorer.path} was fitted on (--sim.image-size)"
+    )
+    return dataclasses.replace(cfg, sim=dataclasses.replace(cfg.sim, image_size=height))
+
+
 def run(cfg: TrainConfig, scorer: Any = None, env_factory: Any = None) -> RunResult:
     """Train (or resume) a run (what `vlmrl train` and the Python API's ``vlmrl.train`` do); returns its run
     directory, final evaluation and outputs.
@@ -100,6 +123,8 @@ def run(cfg: TrainConfig, scorer: Any = None, env_factory: Any = None) -> RunRes
     os.environ.setdefault("MUJOCO_GL", "egl")
     if cfg.demo and not cfg.resume:
         cfg = demo_config(cfg)
+    if not cfg.resume and scorer is None:
+        cfg = sim_size_for_learned_scorer(cfg)
     trainer = (
         Trainer.resume(Path(cfg.resume), scorer=scorer, env_factory=env_factory)
         if cfg.resume
