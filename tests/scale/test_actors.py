@@ -54,9 +54,10 @@ def episode_rewards(store: Path, n: int) -> list[np.ndarray]:
     return [reward[s:e] for s, e in zip(starts, ends)]
 
 
-def test_default_train_does_not_import_ray():
+def test_default_train_and_finetune_do_not_import_ray():
     code = (
         "import sys, tyro; from vlmrl import cli; import vlmrl.pipelines.train as t; import vlmrl.trainer; "
+        "import vlmrl.pipelines.finetune as f; tyro.cli(f.Config, args=['--from', 'run']); "
         "tyro.cli(t.Config, args=['--total-steps', '10']); print('ray' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
