@@ -28,7 +28,7 @@ from typing import Any
 import ray
 
 from vlmrl.env_actor import POLICY_VERSION_KEY, EnvActor, PolicySpec, policy_weights
-from vlmrl.errors import ConfigError
+from vlmrl.errors import USER_ERRORS, ConfigError
 from vlmrl.learner import Act
 
 NAMESPACE = "vlmrl"
@@ -216,6 +216,10 @@ class ActorEpisodes:
             slot.killed = slot.killed and bool(slot.in_flight)
             try:
                 result = ray.get(ref)
+            except ray.exceptions.RayTaskError as exc:  # its episode raised (an arm's emergency stop...)
+                if isinstance(exc.cause, USER_ERRORS):  # one line, as without actors, naming the actor
+                    raise type(exc.cause)(f"env actor {slot.name}: {exc.cause}") from None
+                raise
             except ray.exceptions.RayActorError as exc:  # died (SIGKILL, OOM) or killed: Ray restarts it
                 _raise_if_start_failed(slot, exc)
                 self.counters.lost_episodes += 1
@@ -237,15 +241,17 @@ class ActorEpisodes:
                 slot.killed = True  # its requests fail with RayActorError and are counted lost then
                 ray.kill(slot.handle, no_restart=False)
 
-    def describe(self) -> Any:
-        """The first actor's ``describe()`` (a robot actor's ``RobotSide``: what its env observes), once it is
-        up; ConfigError in one line when it cannot start."""
-        slot = self.slots[0]
-        try:
-            return ray.get(slot.handle.describe.remote())
-        except ray.exceptions.RayActorError as exc:
-            _raise_if_start_failed(slot, exc)
-            raise
+    def describe(self) -> list[Any]:
+        """Every actor's ``describe()`` (a robot actor's ``RobotSide``: what its env observes), once all are
+        up; ConfigError in one line for one that cannot start."""
+        sides = []
+        for slot in self.slots:
+            try:
+                sides.append(ray.get(slot.handle.describe.remote()))
+            except ray.exceptions.RayActorError as exc:
+                _raise_if_start_failed(slot, exc)
+                raise
+        return sides
 
     def pids(self) -> list[int]:
         """The actors' process ids (waits for each actor to be up)."""

@@ -17,7 +17,7 @@ from tests.vlmrl.test_finetune import ROBOT_OBS, sim_run
 from vlmrl.env_actor import PolicySpec
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines import finetune
-from vlmrl.robot_actor import RobotActor
+from vlmrl.robot_actor import RobotActor, RobotSide
 from vlmrl.train_config import RayConfig
 
 
@@ -102,3 +102,58 @@ def test_closing_a_robot_actor_ends_its_episode_at_the_next_step(tmp_path):
     assert set(episode["info"]) == {"success", "progress", "intervention", "policy_version"}
     with pytest.raises(RuntimeError, match="closing"):
         actor.run_episode(1, False, [None], -1)
+
+
+@pytest.mark.slow
+def test_an_arm_stopping_in_its_episode_stops_the_run_in_one_line(ray_address):
+    from types import SimpleNamespace
+
+    from robot.errors import RobotError
+    from vlmrl.actor_source import ActorEpisodes
+
+    class StoppingArm:  # defined here, so Ray ships it by value (its workers cannot import tests.*)
+        """Stands in for a robot actor whose arm hits its emergency stop during the first episode."""
+
+        def __init__(self, make_env, cfg, policy, stored_keys, seed_base) -> None:
+            pass
+
+        def run_episode(self, episode, random_actions, weights, version) -> dict:
+            raise RobotError("emergency stop (escape pressed)")
+
+    import torch
+
+    agent = SimpleNamespace(num_updates=0, encoder=torch.nn.Linear(1, 1), actor=torch.nn.Linear(1, 1))
+    source = ActorEpisodes(
+        1,
+        "stub-stop",
+        None,
+        None,
+        None,
+        [],
+        0,
+        None,
+        agent,
+        lambda: True,
+        RayConfig(),
+        actor_class=StoppingArm,
+    )
+    try:
+        with pytest.raises(
+            RobotError, match=r"^env actor stub-stop/env-0: emergency stop \(escape pressed\)$"
+        ):
+            source.collect(0, act=None, after_step=lambda: None)
+    finally:
+        source.close()
+
+
+def test_arms_that_differ_are_named_in_words():
+    a = RobotSide(
+        obs_spec={"pixels/front": ((32, 32, 3), np.dtype(np.uint8))},
+        action_dim=6,
+        action_keys=("shoulder_pan.pos",),
+        cameras=("front",),
+        task_description="lift the cube",
+    )
+    assert finetune.describe_difference(a, dataclasses.replace(a, cameras=("wrist",))) == (
+        "cameras ('wrist',) instead of ('front',)"
+    )

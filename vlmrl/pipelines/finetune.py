@@ -469,6 +469,15 @@ def arm_configs(cfg: Config) -> list[Config]:
     return out
 
 
+def describe_difference(a: RobotSide, b: RobotSide) -> str:
+    """What differs between two arms' envs, in words."""
+    parts = []
+    for name in ("obs_spec", "action_keys", "cameras", "task_description"):
+        if getattr(a, name) != getattr(b, name):
+            parts.append(f"{name} {getattr(b, name)!r} instead of {getattr(a, name)!r}")
+    return "; ".join(parts) or "action_dim"
+
+
 @contextmanager
 def several_arms(
     cfg: Config,
@@ -478,7 +487,7 @@ def several_arms(
     new: NewPaths,
     robot_factories: dict[str, Any] | None,
 ) -> Iterator[tuple[RobotSide, SourceFor]]:
-    """``cfg.actors`` robot actors on Ray (see the module doc); the learner's view of the first one's env."""
+    """``cfg.actors`` robot actors on Ray (see the module doc), all up and alike; the learner's view of their envs."""
     from vlmrl.actor_source import ActorEpisodes, connect  # imports Ray: only with --actors
     from vlmrl.env_actor import PolicySpec
     from vlmrl.robot_actor import RobotActor
@@ -500,7 +509,13 @@ def several_arms(
     )  # fmt: skip
     try:
         with new.removed_on_failure():
-            side = source.describe()
+            side, *others = source.describe()  # waits for every arm to be up
+            for i, other in enumerate(others, start=1):
+                if other != side:
+                    raise ConfigError(
+                        f"arm {i} ({arms[i].cfg.robot.port or 'twin'}) differs from arm 0: {describe_difference(side, other)}; "
+                        "the arms of one run must observe and act alike"
+                    )
         print(f"vlmrl finetune: {cfg.actors} arms on the Ray cluster (learner: this process)")
 
         def bind(buffer: Any) -> Any:
