@@ -76,6 +76,8 @@ def test_arms_file_gives_each_actor_its_robot_and_is_checked(tmp_path):
         with pytest.raises(ConfigError, match=message):
             finetune.arm_configs(dataclasses.replace(real, arms=arms))
     assert finetune.arm_configs(base) == [base, base]  # the twin: every actor its own twin of --robot
+    with pytest.raises(ConfigError, match=r"ray\.max_in_flight >= 1"):
+        finetune.main(dataclasses.replace(base, ray=RayConfig(max_in_flight=0)))
 
 
 def test_closing_a_robot_actor_ends_its_episode_at_the_next_step(tmp_path):

@@ -241,6 +241,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
 
     if cfg.episodes < 1:
         raise ConfigError(f"--episodes {cfg.episodes}: expected at least 1")
+    check_actor_settings(cfg)
     torch.set_num_threads(cfg.torch_threads)
     state = load_sim_run(cfg.from_run)
     train = state["config"]
@@ -469,6 +470,16 @@ def arm_configs(cfg: Config) -> list[Config]:
     return out
 
 
+def check_actor_settings(cfg: Config) -> None:
+    """``vlmrl train``'s one-line checks of ``--actors`` and ``--ray.*`` (finetune has no ``--reward-program``
+    or ``--prior-data``, the other things they refuse)."""
+    from types import SimpleNamespace
+
+    from vlmrl.train_config import check_actors
+
+    check_actors(SimpleNamespace(actors=cfg.actors, ray=cfg.ray, reward_program=None, prior_data=None))  # type: ignore[arg-type]
+
+
 def describe_difference(a: RobotSide, b: RobotSide) -> str:
     """What differs between two arms' envs, in words."""
     parts = []
@@ -492,8 +503,6 @@ def several_arms(
     from vlmrl.env_actor import PolicySpec
     from vlmrl.robot_actor import RobotActor
 
-    if cfg.actors < 0:
-        raise ConfigError(f"--actors {cfg.actors}: expected >= 0")
     arms = [
         ArmActorConfig(arm, cfg.out_dir / f"arm-{i}", obs_spec, robot_factories)
         for i, arm in enumerate(arm_configs(cfg))
