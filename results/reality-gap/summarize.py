@@ -1,7 +1,7 @@
-"""Tables of the issue #19 evidence from the runs of run.sh: per training condition, the final policy's
-success on the nominal twin and on the held-out grid, mean and spread over seeds.
+"""Tables of the issue #19 evidence from the runs of run.sh / run2.sh: per training condition, the final
+policy's success on the nominal twin and on a held-out grid, mean and spread over seeds.
 
-    .venv/bin/python results/reality-gap/summarize.py RUNS_DIR COMMIT   # RUNS_DIR: run.sh's runs/reality-gap
+    .venv/bin/python results/reality-gap/summarize.py RUNS_DIR COMMIT   # RUNS_DIR: the scripts' runs/reality-gap
 """
 
 from __future__ import annotations
@@ -15,67 +15,86 @@ import numpy as np
 
 HERE = Path(__file__).parent
 OVERALL = "overall (perturbed rows)"
+GRIDS = {"medium": "eval-", "light": "evallight-"}
+"""Held-out grid -> prefix of the evaluation directories."""
 
 
-def main() -> None:
-    runs, commit = Path(sys.argv[1]), sys.argv[2]
+def collect(runs: Path, prefix: str) -> dict[str, dict[int, dict]]:
+    """Condition -> seed -> evaluate.json summary; copies each evaluation (and its run's report) here."""
     per_run: dict[str, dict[int, dict]] = {}
-    for path in sorted(runs.glob("eval-*-s*/evaluate.json")):
-        cond, seed = path.parent.name.removeprefix("eval-").rsplit("-s", 1)
-        summary = json.loads(path.read_text())["summary"]
-        per_run.setdefault(cond, {})[int(seed)] = summary
-        out = HERE / path.parent.name
-        out.mkdir(exist_ok=True)
+    for path in sorted(runs.glob(f"{prefix}*-s*/evaluate.json")):
+        cond, seed = path.parent.name.removeprefix(prefix).rsplit("-s", 1)
+        per_run.setdefault(cond, {})[int(seed)] = json.loads(path.read_text())["summary"]
+        out = HERE / "runs" / path.parent.name
+        out.mkdir(parents=True, exist_ok=True)
         for name in ("evaluate.md", "evaluate.json", "perturbed_views.png"):
             shutil.copy(path.parent / name, out / name)
         report = runs / f"train-{cond}-s{seed}" / "report.md"
         if report.is_file():
-            shutil.copy(report, out / "train_report.md")
-    rows = list(next(iter(next(iter(per_run.values())).values())))
+            shutil.copy(report, HERE / "runs" / f"train-{cond}-s{seed}.report.md")
+    return per_run
+
+
+def cell(x: np.ndarray) -> str:
+    return f"{100 * x.mean():.0f}% ({100 * x.min():.0f}-{100 * x.max():.0f})"
+
+
+def label(cond: str) -> str:
+    return "none" if cond == "nominal" else f"`{cond}`"
+
+
+def main() -> None:
+    runs, commit = Path(sys.argv[1]), sys.argv[2]
+    record: dict = {"commit": commit, "grids": {}}
     lines = [
-        f"Reach, robot observations (h13's recipe, 8k steps), commit {commit}. Each final policy on the "
-        "held-out `medium` grid (10 episodes per row, magnitudes 1-1.5x medium's ranges, seeds and draws "
-        "training never used); mean and spread (min-max) over seeds.",
+        f"Reach, robot observations (6 joints + front camera 64 px; h13's first recipe: ee_delta actions, "
+        f"shaped reward, uniform replay, 8k steps), commit {commit}. Each final policy on the nominal twin and "
+        "on a held-out grid (10 episodes per row, magnitudes 1-1.5x the grid preset's ranges, start states "
+        "and draws training never used). Mean over seeds, (min-max) in brackets. `kept`: mean grid success / "
+        "mean nominal success.",
         "",
-        "| trained | seeds | nominal twin | held-out grid (all perturbed rows) | kept (grid / nominal) | all factors at once |",
-        "|---|---|---|---|---|---|",
+        "| trained with randomisation | held-out grid | seeds | nominal twin | grid (all perturbed rows) | kept | every factor at once |",
+        "|---|---|---|---|---|---|---|",
     ]
-    record: dict = {"commit": commit, "conditions": {}}
-    for cond, seeds in per_run.items():
-        nominal = np.array([s["nominal"]["success_rate"] for s in seeds.values()])
-        grid = np.array([s[OVERALL]["success_rate"] for s in seeds.values()])
-        every = np.array([s["all"]["success_rate"] for s in seeds.values()])
-        kept = grid.mean() / nominal.mean() if nominal.mean() > 0 else float("nan")
-
-        def cell(x: np.ndarray) -> str:
-            return f"{100 * x.mean():.0f}% ({100 * x.min():.0f}-{100 * x.max():.0f})"
-
-        label = "without randomisation" if cond == "nominal" else f"`--sim.randomize.preset {cond}`"
-        lines.append(
-            f"| {label} | {', '.join(map(str, sorted(seeds)))} | {cell(nominal)} | {cell(grid)} | {kept:.2f} | {cell(every)} |"
-        )
-        record["conditions"][cond] = {
-            "seeds": sorted(seeds),
-            "nominal": nominal.tolist(),
-            "grid": grid.tolist(),
-            "all": every.tolist(),
-            "kept": kept,
-            "per_row_mean": {r: float(np.mean([s[r]["success_rate"] for s in seeds.values()])) for r in rows},
-        }
-    lines += [
-        "",
-        "Per row (mean success over seeds):",
-        "",
-        "| row | " + " | ".join(per_run) + " |",
-        "|---|" + "---|" * len(per_run),
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r} | "
-            + " | ".join(f"{100 * record['conditions'][c]['per_row_mean'][r]:.0f}%" for c in per_run)
-            + " |"
-        )
-    text = "\n".join(lines) + "\n"
+    per_row_lines: list[str] = []
+    for grid, prefix in GRIDS.items():
+        per_run = collect(runs, prefix)
+        if not per_run:
+            continue
+        record["grids"][grid] = {}
+        for cond in sorted(per_run, key=lambda c: ("nominal", "light", "medium", "strong").index(c)):
+            seeds = per_run[cond]
+            nominal = np.array([s["nominal"]["success_rate"] for s in seeds.values()])
+            overall = np.array([s[OVERALL]["success_rate"] for s in seeds.values()])
+            every = np.array([s["all"]["success_rate"] for s in seeds.values()])
+            kept = overall.mean() / nominal.mean() if nominal.mean() > 0 else float("nan")
+            lines.append(
+                f"| {label(cond)} | `{grid}` | {', '.join(map(str, sorted(seeds)))} | {cell(nominal)} | "
+                f"{cell(overall)} | {kept:.2f} | {cell(every)} |"
+            )
+            rows = list(next(iter(seeds.values())))
+            record["grids"][grid][cond] = {
+                "seeds": sorted(seeds),
+                "nominal": nominal.tolist(),
+                "overall": overall.tolist(),
+                "all": every.tolist(),
+                "kept": kept,
+                "per_row_mean": {
+                    r: float(np.mean([s[r]["success_rate"] for s in seeds.values()])) for r in rows
+                },
+            }
+        conds = list(record["grids"][grid])
+        per_row_lines += [
+            "",
+            f"Per row of the `{grid}` grid (mean success over seeds; trained with: {', '.join(map(label, conds))}):",
+            "",
+            "| row | " + " | ".join(map(label, conds)) + " |",
+            "|---|" + "---|" * len(conds),
+        ]
+        for r in record["grids"][grid][conds[0]]["per_row_mean"]:
+            means = [record["grids"][grid][c]["per_row_mean"].get(r, float("nan")) for c in conds]
+            per_row_lines.append(f"| {r} | " + " | ".join(f"{100 * m:.0f}%" for m in means) + " |")
+    text = "\n".join(lines + per_row_lines) + "\n"
     (HERE / "summary.md").write_text(text)
     (HERE / "summary.json").write_text(json.dumps(record, indent=2) + "\n")
     print(text)
