@@ -27,8 +27,10 @@ def collect(runs: Path, prefix: str) -> dict[str, dict[int, dict]]:
         per_run.setdefault(cond, {})[int(seed)] = json.loads(path.read_text())["summary"]
         out = HERE / "runs" / path.parent.name
         out.mkdir(parents=True, exist_ok=True)
-        for name in ("evaluate.md", "evaluate.json", "perturbed_views.png"):
+        for name in ("evaluate.md", "evaluate.json"):
             shutil.copy(path.parent / name, out / name)
+        if prefix == "eval-" and seed == "0":  # one picture of the grid per training condition
+            shutil.copy(path.parent / "perturbed_views.png", out / "perturbed_views.png")
         report = runs / f"train-{cond}-s{seed}" / "report.md"
         if report.is_file():
             shutil.copy(report, HERE / "runs" / f"train-{cond}-s{seed}.report.md")
@@ -39,7 +41,13 @@ def cell(x: np.ndarray) -> str:
     return f"{100 * x.mean():.0f}% ({100 * x.min():.0f}-{100 * x.max():.0f})"
 
 
+ORDER = ["nominal", "light", "medium", "light16k"]
+"""Training conditions (run directories train-<condition>-s<seed>), in table order."""
+
+
 def label(cond: str) -> str:
+    if cond == "light16k":
+        return "`light`, 16k steps"
     return "none" if cond == "nominal" else f"`{cond}`"
 
 
@@ -62,7 +70,7 @@ def main() -> None:
         if not per_run:
             continue
         record["grids"][grid] = {}
-        for cond in sorted(per_run, key=lambda c: ("nominal", "light", "medium", "strong").index(c)):
+        for cond in sorted(per_run, key=ORDER.index):
             seeds = per_run[cond]
             nominal = np.array([s["nominal"]["success_rate"] for s in seeds.values()])
             overall = np.array([s[OVERALL]["success_rate"] for s in seeds.values()])
