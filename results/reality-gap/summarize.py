@@ -1,7 +1,10 @@
 """Tables of the issue #19 evidence from the runs of run.sh / run2.sh: per training condition, the final
 policy's success on the nominal twin and on a held-out grid, mean and spread over seeds.
 
-    .venv/bin/python results/reality-gap/summarize.py RUNS_DIR COMMIT   # RUNS_DIR: the scripts' runs/reality-gap
+    .venv/bin/python results/reality-gap/summarize.py RUNS_DIR COMMIT [RUNS_DIR COMMIT ...]
+
+RUNS_DIR: the scripts' runs/reality-gap in the clone at COMMIT (run.sh-run3.sh: 6b02859; run4.sh, h13's
+final recipe: 16d92bd).
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ def collect(runs: Path, prefix: str) -> dict[str, dict[int, dict]]:
         per_run.setdefault(cond, {})[int(seed)] = json.loads(path.read_text())["summary"]
         out = HERE / "runs" / path.parent.name
         out.mkdir(parents=True, exist_ok=True)
-        for name in ("evaluate.md", "evaluate.json"):
+        # Every episode and its draw for the medium grid; the light grid's table only (summary.json has its rows).
+        for name in ("evaluate.md", "evaluate.json") if prefix == "eval-" else ("evaluate.md",):
             shutil.copy(path.parent / name, out / name)
         if prefix == "eval-" and seed == "0":  # one picture of the grid per training condition
             shutil.copy(path.parent / "perturbed_views.png", out / "perturbed_views.png")
@@ -41,32 +45,38 @@ def cell(x: np.ndarray) -> str:
     return f"{100 * x.mean():.0f}% ({100 * x.min():.0f}-{100 * x.max():.0f})"
 
 
-ORDER = ["nominal", "light", "medium", "light16k"]
+ORDER = ["nominal", "light", "medium", "light16k", "recipe-nominal", "recipe-light", "recipe-medium"]
 """Training conditions (run directories train-<condition>-s<seed>), in table order."""
 
 
 def label(cond: str) -> str:
     if cond == "light16k":
         return "`light`, 16k steps"
+    if cond.startswith("recipe-"):
+        return "recipe, " + label(cond.removeprefix("recipe-"))
     return "none" if cond == "nominal" else f"`{cond}`"
 
 
 def main() -> None:
-    runs, commit = Path(sys.argv[1]), sys.argv[2]
-    record: dict = {"commit": commit, "grids": {}}
+    pairs = [(Path(d), c) for d, c in zip(sys.argv[1::2], sys.argv[2::2])]
+    record: dict = {"commits": {str(d): c for d, c in pairs}, "grids": {}}
     lines = [
-        f"Reach, robot observations (6 joints + front camera 64 px; h13's first recipe: ee_delta actions, "
-        f"shaped reward, uniform replay, 8k steps), commit {commit}. Each final policy on the nominal twin and "
+        "Reach, robot observations (6 joints + front camera 64 px; h13's first recipe: ee_delta actions, "
+        "shaped reward, uniform replay, 8k steps; 'recipe': h13's final one, joint-delta actions, asymmetric critic + "
+        "privileged auxiliary loss, 10k steps, results/pixel-reach). Each final policy on the nominal twin and "
         "on a held-out grid (10 episodes per row, magnitudes 1-1.5x the grid preset's ranges, start states "
         "and draws training never used). Mean over seeds, (min-max) in brackets. `kept`: mean grid success / "
         "mean nominal success.",
         "",
-        "| trained with randomisation | held-out grid | seeds | nominal twin | grid (all perturbed rows) | kept | every factor at once |",
-        "|---|---|---|---|---|---|---|",
+        "| trained with randomisation | held-out grid | seeds | nominal twin | grid (all perturbed rows) | kept | every factor at once | commit |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     per_row_lines: list[str] = []
     for grid, prefix in GRIDS.items():
-        per_run = collect(runs, prefix)
+        per_run, commit_of = {}, {}
+        for runs, commit in pairs:
+            for cond, seeds in collect(runs, prefix).items():
+                per_run[cond], commit_of[cond] = seeds, commit
         if not per_run:
             continue
         record["grids"][grid] = {}
@@ -78,11 +88,12 @@ def main() -> None:
             kept = overall.mean() / nominal.mean() if nominal.mean() > 0 else float("nan")
             lines.append(
                 f"| {label(cond)} | `{grid}` | {', '.join(map(str, sorted(seeds)))} | {cell(nominal)} | "
-                f"{cell(overall)} | {kept:.2f} | {cell(every)} |"
+                f"{cell(overall)} | {kept:.2f} | {cell(every)} | {commit_of[cond]} |"
             )
             rows = list(next(iter(seeds.values())))
             record["grids"][grid][cond] = {
                 "seeds": sorted(seeds),
+                "commit": commit_of[cond],
                 "nominal": nominal.tolist(),
                 "overall": overall.tolist(),
                 "all": every.tolist(),
