@@ -83,8 +83,10 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def readme_command(start: str) -> list[str]:
-    """The README's command line that begins with ``start``, split as a shell would (comment dropped)."""
-    lines = [line for line in README.read_text().splitlines() if line.startswith(start)]
+    """The README's command that begins with ``start`` (with its backslash-continued lines), split as a
+    shell would (comments dropped)."""
+    text = README.read_text().replace("\\\n", " ")
+    lines = [line for line in text.splitlines() if line.startswith(start)]
     assert len(lines) == 1, f"README should hold one line starting {start!r}, found {len(lines)}"
     return shlex.split(lines[0], comments=True)
 
