@@ -120,6 +120,9 @@ class SAC:
         self._online: list[Tensor] = list(self.critic.parameters())
         self._target: list[Tensor] = list(self.critic_target.parameters())
         self.num_updates = 0
+        self.critic_only_until = 0
+        """Updates before this count train the critics (and encoder) only; the actor and temperature wait
+        (``vlmrl finetune --critic-warmup-updates``: critics handed over from the sim adapt first)."""
 
     # ----------------------------------------------------------------------------------------- acting
     @property
@@ -194,8 +197,9 @@ class SAC:
         if self.cfg.target_critics < self.cfg.num_critics:
             subset = torch.randperm(self.cfg.num_critics, generator=self.generator, device=self.device)
             subset = subset[: self.cfg.target_critics]
+        train_actor = self.num_updates >= self.critic_only_until
         loss, td, stats = self._losses(
-            obs, next_obs, action, reward, discount, weights, next_noise, pi_noise, subset
+            obs, next_obs, action, reward, discount, weights, next_noise, pi_noise, subset, train_actor
         )
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -228,8 +232,11 @@ class SAC:
         next_noise: Tensor,
         pi_noise: Tensor,
         subset: Tensor | None,
+        train_actor: bool = True,
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Critic + actor + temperature loss (one scalar), TD errors [critics, B] and the logged scalars.
+        Without ``train_actor`` the actor and temperature losses are left out of the scalar (no gradient
+        reaches them, so the optimiser skips them); they are still logged.
 
         A pure function of its tensors (the noise comes in), so ``torch.compile`` can trace it.
         """
@@ -268,10 +275,12 @@ class SAC:
         q_all = self.critic(self._critic_input(actor_features, privileged), pi_action, detach_params=True)
         q_pi = q_all.min(dim=0).values if self.cfg.num_critics <= 2 else q_all.mean(dim=0)
         actor_loss = (alpha * log_prob - q_pi).mean()
-        loss = critic_loss + actor_loss + self.cfg.privileged_aux_weight * aux_loss
+        loss = critic_loss + self.cfg.privileged_aux_weight * aux_loss
         alpha_loss = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
-        if self.cfg.autotune_alpha:
-            loss = loss + alpha_loss
+        if train_actor:
+            loss = loss + actor_loss
+            if self.cfg.autotune_alpha:
+                loss = loss + alpha_loss
         stats = torch.stack(
             [critic_loss, actor_loss, alpha_loss, alpha, -log_prob.mean(), q.mean(), aux_loss]
         ).detach()
@@ -301,6 +310,7 @@ class SAC:
             "optimizer": self.optimizer.state_dict(),
             "generator": self.generator.get_state(),
             "num_updates": self.num_updates,
+            "critic_only_until": self.critic_only_until,
         }
         if self.privileged_head is not None:
             state["privileged_head"] = self.privileged_head.state_dict()
@@ -329,3 +339,4 @@ class SAC:
             self.log_alpha.copy_(state["log_alpha"])
         self.generator.set_state(state["generator"])
         self.num_updates = int(state["num_updates"])
+        self.critic_only_until = int(state.get("critic_only_until", 0))  # absent before the warm-up existed

@@ -41,7 +41,9 @@ The checkpoint must hold ``config`` (the train config: ``agent``, ``sim``, ``pol
 ``batch_size``, ``scorer``, ``prompt``, ``aux_reward``, ``aux_reward_weight``, ``worker``) and ``agent``;
 an optional ``policy_obs_spec`` names the observation keys the policy reads (else they follow
 ``policy_obs`` as in ``vlmrl train``). Those keys must be ones a robot provides (joint keys,
-``pixels/<camera>``): a policy that reads the sim's privileged ``state`` is refused with one line.
+``pixels/<camera>``): a policy that reads the sim's privileged ``state`` is refused with one line. A run
+trained with ``--asymmetric-critic`` (critics that also read that state) is handed over to a SAC that reads
+only the robot keys, its critics without the privileged inputs (``agents.sim_to_robot``).
 """
 
 from __future__ import annotations
@@ -105,6 +107,10 @@ class Config(RobotEnvConfig):
     """SAC batch size (None: the sim run's)."""
     learning_starts: int = 0
     """Transitions collected on the robot before the first update."""
+    critic_warmup_updates: int = 0
+    """The first N updates train the critics only; the actor and temperature start after them. Advisable
+    for a run trained with ``--asymmetric-critic``, whose critics lose their privileged inputs
+    (``agents.sim_to_robot``)."""
     worker: WorkerConfig = field(default_factory=WorkerConfig)
     """Async VLM scoring worker."""
     teleop: Literal["keyboard", "leader"] = "keyboard"
@@ -234,8 +240,10 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     """
     import torch
 
+    from agents.errors import AgentError
     from agents.export import export_policy
     from agents.sac import SAC
+    from agents.sim_to_robot import load_sim_into_robot_sac
     from robot.signals import interrupt_on_signals
     from vlm import scorer_prompt
 
@@ -245,17 +253,25 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     torch.set_num_threads(cfg.torch_threads)
     state = load_sim_run(cfg.from_run)
     train = state["config"]
-    if getattr(train, "asymmetric_critic", False):
-        raise ConfigError(
-            f"{cfg.from_run} was trained with --asymmetric-critic: its critics read the simulator's privileged "
-            "state, which a robot does not give; fine-tune a run trained without it"
-        )
+    if cfg.critic_warmup_updates < 0:
+        raise ConfigError(f"--critic-warmup-updates {cfg.critic_warmup_updates}: expected 0 or more")
     cfg = fit_to_sim_run(cfg, train)
-    obs_spec = policy_obs_spec(state)
+    obs_spec = policy_obs_spec(state)  # the policy's robot keys, never the privileged state
     action_space: Any = action_space_of(state)  # the units the agent was trained in; the safety layer clips
     resumed = load_finetune_checkpoint(cfg)
     agent = SAC(train.agent, obs_spec, action_space)
-    agent.load_state_dict(resumed["agent"] if resumed else state["agent"])
+    if resumed:
+        agent.load_state_dict(resumed["agent"])
+    elif getattr(train, "asymmetric_critic", False):
+        try:
+            how = load_sim_into_robot_sac(agent, state["agent"])
+        except AgentError as exc:
+            raise ConfigError(f"--from {cfg.from_run}: {exc}") from None
+        print(f"finetune: the critics of {cfg.from_run} were handed over without their privileged inputs: {how}")
+    else:
+        agent.load_state_dict(state["agent"])
+    if not resumed:  # a resumed run keeps the warm-up its checkpoint recorded
+        agent.critic_only_until = agent.num_updates + cfg.critic_warmup_updates
     # config.json is written once the robot, the policy fit and the store are checked; a run failing on
     # them leaves the previous run's files as they were (and removes an empty safety.jsonl/store it made).
     new = NewPaths(cfg.out_dir, ["safety.jsonl", "buffer.zarr", *(f"arm-{i}" for i in range(cfg.actors))])

@@ -1,0 +1,91 @@
+"""agents.sim_to_robot: an asymmetric-critic agent handed over to a SAC that reads only robot keys."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from agents.config import SACConfig
+from agents.errors import AgentError
+from agents.sac import SAC
+from agents.sim_to_robot import load_sim_into_robot_sac
+from tests.agents.test_pixels_and_ensembles import BOX, ROBOT_SPEC, SIM_SPEC, SMALL, random_batch
+
+AUX = dataclasses.replace(SMALL, privileged_aux_weight=1.0, num_critics=3, target_critics=2)
+
+
+def trained_sim_agent(cfg: SACConfig) -> SAC:
+    sim = SAC(cfg, SIM_SPEC, BOX, privileged_keys=("state",))
+    for seed in range(3):  # normaliser statistics, encoder, head and critics away from their start
+        sim.update(random_batch(SIM_SPEC, seed=seed))
+    return sim
+
+
+def critic_inputs(agent: SAC, seed: int) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+    batch = random_batch(SIM_SPEC, seed=seed)
+    obs = agent.obs_to_tensors(batch.obs)
+    return obs, agent.encoder(obs), torch.as_tensor(batch.action)
+
+
+@pytest.mark.parametrize("cfg", [AUX, SMALL], ids=["aux-head", "no-head"])
+def test_the_robot_agent_acts_as_the_sim_actor_and_its_critics_are_the_sim_critics(cfg: SACConfig) -> None:
+    sim = trained_sim_agent(cfg)
+    robot = SAC(cfg, ROBOT_SPEC, BOX)
+    how = load_sim_into_robot_sac(robot, sim.state_dict())
+    assert robot.privileged_head is None and robot.encoder.privileged_dim == 0
+    assert ("folded" in how) == (sim.privileged_head is not None)
+    robot_obs = random_batch(ROBOT_SPEC, seed=7).obs
+    np.testing.assert_allclose(
+        robot.act(robot_obs, deterministic=True), sim.act(robot_obs, deterministic=True), rtol=1e-5, atol=1e-6
+    )
+    obs, features, action = critic_inputs(sim, seed=8)
+    with torch.no_grad():
+        torch.testing.assert_close(robot.encoder(obs), features)
+        # What the robot-side critics stand for: the head's prediction of the state, or the mean state.
+        if sim.privileged_head is not None:
+            privileged = sim.privileged_head(features)
+        else:
+            privileged = torch.zeros(features.shape[0], sim.encoder.privileged_dim)
+        sim_in = torch.cat([features, privileged], -1)
+        for sim_critic, robot_critic in ((sim.critic, robot.critic), (sim.critic_target, robot.critic_target)):
+            torch.testing.assert_close(robot_critic(features, action), sim_critic(sim_in, action))
+        # ... and not the sim critic with the true state (the handover does change the critics).
+        true_in = torch.cat([features, sim.encoder.privileged(obs)], -1)
+        assert not torch.allclose(robot.critic(features, action), sim.critic(true_in, action))
+    robot.update(random_batch(ROBOT_SPEC, seed=9))  # learns without any privileged key
+
+
+def test_a_mismatched_state_is_refused_in_one_line() -> None:
+    sim = trained_sim_agent(AUX).state_dict()
+    cases = [
+        (SAC(AUX, SIM_SPEC, BOX, privileged_keys=("state",)), sim, "reads privileged keys"),
+        (SAC(AUX, ROBOT_SPEC, BOX), SAC(AUX, ROBOT_SPEC, BOX).state_dict(), "read no privileged state"),
+        (SAC(AUX, {**ROBOT_SPEC, "extra": ((3,), np.dtype(np.float32))}, BOX), sim, "another observation spec"),
+        (SAC(AUX, ROBOT_SPEC, BOX), {"actor": {}}, "no 'encoder'"),
+        (SAC(dataclasses.replace(AUX, hidden_dims=(16, 16)), ROBOT_SPEC, BOX), sim, "does not match"),
+    ]
+    for robot, state, message in cases:
+        with pytest.raises(AgentError, match=message) as info:
+            load_sim_into_robot_sac(robot, state)
+        assert "\n" not in str(info.value)
+
+
+def test_critic_warmup_updates_leave_the_actor_and_temperature_alone() -> None:
+    robot = SAC(AUX, ROBOT_SPEC, BOX)
+    load_sim_into_robot_sac(robot, trained_sim_agent(AUX).state_dict())
+    robot.critic_only_until = robot.num_updates + 2
+    actor, critic = robot.actor.state_dict(), robot.critic.state_dict()
+    actor, critic = {k: v.clone() for k, v in actor.items()}, {k: v.clone() for k, v in critic.items()}
+    alpha = robot.alpha
+    for seed in range(2):
+        robot.update(random_batch(ROBOT_SPEC, seed=seed))
+    assert all(torch.equal(v, robot.actor.state_dict()[k]) for k, v in actor.items()) and robot.alpha == alpha
+    assert not torch.equal(critic["weights.0"], robot.critic.weights[0].detach())
+    again = SAC(AUX, ROBOT_SPEC, BOX)
+    again.load_state_dict(robot.state_dict())
+    assert again.critic_only_until == robot.critic_only_until
+    robot.update(random_batch(ROBOT_SPEC, seed=2))  # the warm-up is over: the actor moves
+    assert not all(torch.equal(v, robot.actor.state_dict()[k]) for k, v in actor.items())
