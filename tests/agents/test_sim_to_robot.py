@@ -50,7 +50,10 @@ def test_the_robot_agent_acts_as_the_sim_actor_and_its_critics_are_the_sim_criti
         else:
             privileged = torch.zeros(features.shape[0], sim.encoder.privileged_dim)
         sim_in = torch.cat([features, privileged], -1)
-        for sim_critic, robot_critic in ((sim.critic, robot.critic), (sim.critic_target, robot.critic_target)):
+        for sim_critic, robot_critic in (
+            (sim.critic, robot.critic),
+            (sim.critic_target, robot.critic_target),
+        ):
             torch.testing.assert_close(robot_critic(features, action), sim_critic(sim_in, action))
         # ... and not the sim critic with the true state (the handover does change the critics).
         true_in = torch.cat([features, sim.encoder.privileged(obs)], -1)
@@ -63,7 +66,11 @@ def test_a_mismatched_state_is_refused_in_one_line() -> None:
     cases = [
         (SAC(AUX, SIM_SPEC, BOX, privileged_keys=("state",)), sim, "reads privileged keys"),
         (SAC(AUX, ROBOT_SPEC, BOX), SAC(AUX, ROBOT_SPEC, BOX).state_dict(), "read no privileged state"),
-        (SAC(AUX, {**ROBOT_SPEC, "extra": ((3,), np.dtype(np.float32))}, BOX), sim, "another observation spec"),
+        (
+            SAC(AUX, {**ROBOT_SPEC, "extra": ((3,), np.dtype(np.float32))}, BOX),
+            sim,
+            "another observation spec",
+        ),
         (SAC(AUX, ROBOT_SPEC, BOX), {"actor": {}}, "no 'encoder'"),
         (SAC(dataclasses.replace(AUX, hidden_dims=(16, 16)), ROBOT_SPEC, BOX), sim, "does not match"),
     ]

@@ -253,15 +253,34 @@ def test_a_sim_run_from_an_older_version_is_read_like_a_resume_and_keeps_its_aux
     assert weight == pytest.approx(1.0)
 
 
-def test_a_run_with_an_asymmetric_critic_is_refused_in_one_line(tmp_path):
-    """Its critics read the sim's privileged state: on a robot they could not be evaluated."""
-    from vlmrl.train_config import TrainConfig
+def test_a_run_with_an_asymmetric_critic_is_fine_tuned_on_robot_keys_only(tmp_path, capsys):
+    """Its critics read the sim's privileged state; finetune hands them over without it (agents.sim_to_robot)."""
+    from vlmrl.pipelines import train
 
-    run = tmp_path / "sim_run"
-    (run / "checkpoint").mkdir(parents=True)
-    train = TrainConfig(policy_obs="robot", asymmetric_critic=True)
-    torch.save({"config": train, "agent": {}}, run / "checkpoint" / "state.pt")
-    out = tmp_path / "ft"
-    with pytest.raises(ConfigError, match="trained with --asymmetric-critic"):
-        finetune.main(finetune.Config(from_run=run, out_dir=out, episodes=1))
-    assert not out.exists()
+    sim = train.TrainConfig(
+        sim=SimConfig(task="reach", cameras=("front",), image_size=32, max_episode_steps=6),
+        agent=SACConfig(hidden_dims=(16, 16), privileged_aux_weight=1.0),
+        policy_obs="robot",
+        asymmetric_critic=True,
+        buffer=BufferConfig(storage="memory", capacity_steps=100),
+        total_steps=12,
+        learning_starts=8,
+        batch_size=8,
+        eval_episodes=1,
+        video_episodes=0,
+        run_dir=str(tmp_path / "sim"),
+        progress=False,
+    )
+    assert train.main(sim) == 0
+    ft = config(tmp_path, tmp_path / "sim", task="reach", episodes=1, batch_size=4, critic_warmup_updates=3)
+    assert finetune.main(ft) == 0
+    assert "handed over without their privileged inputs: folded" in capsys.readouterr().out
+    trained, tuned = (
+        torch.load(run / "checkpoint" / "state.pt", weights_only=False)["agent"]
+        for run in (tmp_path / "sim", tmp_path / "ft")
+    )
+    assert "privileged_head" in trained and "privileged_head" not in tuned
+    assert tuned["critic_only_until"] == trained["num_updates"] + 3 < tuned["num_updates"]
+    assert set(load_policy(tmp_path / "ft" / "policy.pt").obs_spec) == set(ROBOT_OBS)
+    with pytest.raises(ConfigError, match="--critic-warmup-updates -1"):
+        finetune.main(dataclasses.replace(ft, out_dir=tmp_path / "ft2", critic_warmup_updates=-1))

@@ -267,7 +267,9 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
             how = load_sim_into_robot_sac(agent, state["agent"])
         except AgentError as exc:
             raise ConfigError(f"--from {cfg.from_run}: {exc}") from None
-        print(f"finetune: the critics of {cfg.from_run} were handed over without their privileged inputs: {how}")
+        print(
+            f"finetune: the critics of {cfg.from_run} were handed over without their privileged inputs: {how}"
+        )
     else:
         agent.load_state_dict(state["agent"])
     if not resumed:  # a resumed run keeps the warm-up its checkpoint recorded
