@@ -28,6 +28,14 @@ loss trained to encode it; it is as wrong as the head's prediction is. The dropp
 the better of the two fallbacks (it keeps what the critic learnt about the joints and actions), and
 ``vlmrl finetune --critic-warmup-updates N`` lets the critics adapt to the robot's data before the actor
 moves at all; that is advisable with either form (not measured on an arm here).
+
+Measured (twin reach, robot observations, absolute actions, the recipe's ``--asymmetric-critic
+--agent.privileged-aux-weight 1.0``, 3,000 steps, seeds 0 and 1; 500 states the deterministic actor
+visits; reference: the sim critic fed the true state): cosine between the robot-side and the reference
+dQ/da at the actor's action, mean 0.36 / 0.31 folded, 0.18 / 0.21 dropped, -0.03 / -0.01 fresh; Q
+correlation 0.62 / 0.70 folded, 0.27 / 0.34 dropped, 0.30 / 0.31 fresh. The folded critic points the
+actor's first updates the way the sim critic would far more often than the others, but not always: hence
+the warm-up.
 """
 
 from __future__ import annotations
