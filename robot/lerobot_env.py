@@ -244,16 +244,25 @@ class LeRobotEnv(gym.Env):
         Raises:
             RobotError: called before ``reset``.
         """
-        base = self.safety.last_command or self._measured
-        if base is None:
-            raise RobotError("LeRobotEnv.delta_targets called before reset")
-        last = np.array([base[k] for k in self.action_keys], dtype=np.float64)
+        last = self.last_sent("delta_targets").astype(np.float64)
         step = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0) * np.asarray(
             max_delta, dtype=np.float64
         )
         low = np.array([self.cfg.safety.joint_limits[k][0] for k in self.action_keys], dtype=np.float64)
         high = np.array([self.cfg.safety.joint_limits[k][1] for k in self.action_keys], dtype=np.float64)
         return np.clip(last + step, low, high).astype(np.float32)
+
+    def last_sent(self, caller: str = "last_sent") -> np.ndarray:
+        """The last command the safety layer let through (the measured pose right after ``reset``), in
+        action-key order: the base a joint-delta action moves from.
+
+        Raises:
+            RobotError: called before ``reset``.
+        """
+        base = self.safety.last_command or self._measured
+        if base is None:
+            raise RobotError(f"LeRobotEnv.{caller} called before reset")
+        return np.array([base[k] for k in self.action_keys], dtype=np.float32)
 
     # -- operator signals ------------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 - ``EnvEpisodes``: a gymnasium-style env (the simulated arm of `vlmrl train`); episode e resets with
   seed ``seed_base + e``, so a resumed run repeats the uninterrupted one.
 - ``RobotEpisodes``: a ``LeRobotEnv`` (a real arm or its twin) with an operator who marks success or
-  failure, resets, or takes over (`vlmrl finetune`); what the arm was really sent is stored.
+  failure, resets, or takes over (`vlmrl finetune`); what the arm was really sent is stored, in the agent's units (``agent_action``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,27 @@ from vlmrl.learner import Act
 
 ROBOT_INFO_KEYS = ("success", "progress", "intervention")
 """Per-step info a robot episode stores (the operator's takeovers included)."""
+
+
+def arm_targets(env: Any, action: np.ndarray, delta_scale: Sequence[float] | None) -> np.ndarray:
+    """The joint targets sent to the arm for an agent's ``action``: the action itself for a policy trained on
+    joint targets (``delta_scale`` None), else ``env.delta_targets(action, delta_scale)`` (joint deltas in
+    [-1, 1], as `vlmrl deploy` runs them)."""
+    return action if delta_scale is None else env.delta_targets(action, delta_scale)
+
+
+def agent_action(
+    sent: np.ndarray, previous: np.ndarray | None, delta_scale: Sequence[float] | None
+) -> np.ndarray:
+    """What the arm was really ``sent`` (after the safety layer, or an operator's absolute targets) in the
+    agent's units: the targets themselves, or for a joint-delta policy the change from the ``previous``
+    command over ``delta_scale``, clipped to [-1, 1] (the inverse of ``arm_targets``)."""
+    if delta_scale is None:
+        return sent
+    change = (np.asarray(sent, np.float64) - np.asarray(previous, np.float64)) / np.asarray(
+        delta_scale, np.float64
+    )
+    return np.clip(change, -1.0, 1.0).astype(np.float32)
 
 
 class EnvEpisodes:
@@ -76,10 +97,22 @@ class RobotEpisodes:
         keys: the operator's keys (``poll()``, ``intervening``).
         teleop: drives during a takeover (``action(measured)``; optional ``sync(measured)``).
         seed_base: episode e resets with seed ``seed_base + e``.
+        delta_scale: a joint-delta policy's per-joint scale (``max_delta_deg`` x5, ``max_delta_gripper``): its
+            actions go through ``arm_targets`` and the buffer stores ``agent_action`` of what was sent;
+            None (a policy on joint targets) stores what was sent.
     """
 
-    def __init__(self, env: Any, buffer: Any, keys: Any, teleop: Any, seed_base: int) -> None:
+    def __init__(
+        self,
+        env: Any,
+        buffer: Any,
+        keys: Any,
+        teleop: Any,
+        seed_base: int,
+        delta_scale: Sequence[float] | None = None,
+    ) -> None:
         self.env, self.buffer, self.keys, self.teleop, self.seed_base = env, buffer, keys, teleop, seed_base
+        self.delta_scale = None if delta_scale is None else [float(x) for x in delta_scale]
 
     def collect(self, episode: int, act: Act, after_step: Callable[[], None]) -> dict[str, float]:
         """One episode (see ``ExperienceSource.collect``); also counts the operator's takeover steps."""
@@ -101,14 +134,16 @@ class RobotEpisodes:
                 teleop_sync = getattr(self.teleop, "sync", None)
                 if callable(teleop_sync):
                     teleop_sync(env.measured)  # a takeover starts where the arm is
-                action = act(obs)
+                action = arm_targets(env, act(obs), self.delta_scale)
+            previous = env.last_sent() if self.delta_scale is not None else None
             next_obs, reward, terminated, truncated, info = env.step(action)
             step_info = {
                 "success": info["success"],
                 "progress": info["progress"],
                 "intervention": float(keys.intervening),
             }
-            self.buffer.add_step(obs, info["sent_action"], reward, terminated, truncated, step_info, next_obs)
+            stored = agent_action(info["sent_action"], previous, self.delta_scale)
+            self.buffer.add_step(obs, stored, reward, terminated, truncated, step_info, next_obs)
             obs, total, steps = next_obs, total + float(reward), steps + 1
             done = terminated or truncated
             after_step()

@@ -284,3 +284,82 @@ def test_a_run_with_an_asymmetric_critic_is_fine_tuned_on_robot_keys_only(tmp_pa
     assert set(load_policy(tmp_path / "ft" / "policy.pt").obs_spec) == set(ROBOT_OBS)
     with pytest.raises(ConfigError, match="--critic-warmup-updates -1"):
         finetune.main(dataclasses.replace(ft, out_dir=tmp_path / "ft2", critic_warmup_updates=-1))
+
+
+def test_a_joint_delta_run_is_fine_tuned_storing_the_deltas_the_arm_was_sent(tmp_path, monkeypatch):
+    """Issue #13: the policy's joint deltas go to the arm as targets (``LeRobotEnv.delta_targets``, as deploy
+    runs them); the buffer holds what was sent, back in the agent's units."""
+    from robot.lerobot_env import LeRobotEnv
+    from vlmrl.pipelines import train
+
+    sim = train.TrainConfig(
+        sim=SimConfig(
+            task="reach", cameras=("front",), image_size=32, max_episode_steps=6, action_mode="delta"
+        ),
+        agent=SACConfig(hidden_dims=(16, 16)),
+        policy_obs="robot",
+        buffer=BufferConfig(storage="memory", capacity_steps=100),
+        total_steps=8,
+        learning_starts=8,
+        batch_size=8,
+        eval_episodes=1,
+        video_episodes=0,
+        run_dir=str(tmp_path / "sim"),
+        progress=False,
+    )
+    assert train.main(sim) == 0
+    applied = []
+    real_step = LeRobotEnv.step
+
+    def recording_step(env, action):
+        previous = env.last_sent()
+        out = real_step(env, action)
+        applied.append((out[4]["sent_action"] - previous) / np.array([8.0] * 5 + [25.0]))
+        return out
+
+    monkeypatch.setattr(LeRobotEnv, "step", recording_step)
+    ft = config(tmp_path, tmp_path / "sim", task="reach", episodes=1, batch_size=4, wait_for_scores_s=0.0)
+    assert finetune.main(ft) == 0
+    meta = json.loads((tmp_path / "ft" / "buffer.zarr" / "zarr.json").read_text())["attributes"][
+        "vlmrl_buffer"
+    ]["env"]
+    spec = {k: (tuple(s), np.dtype(d)) for k, (s, d) in meta["obs_spec"].items()}
+    buf = make_buffer(
+        BufferConfig(storage="zarr", capacity_steps=200), spec, 6, finetune.INFO_KEYS,
+        path=str(tmp_path / "ft" / "buffer.zarr"),
+    )  # fmt: skip
+    stored = buf.storage.read("action", np.arange(buf.num_transitions))
+    buf.close()
+    assert len(stored) == len(applied) == 6
+    assert np.all(np.abs(stored) <= 1.0) and np.abs(stored).max() > 0
+    assert stored == pytest.approx(np.clip(applied, -1.0, 1.0), abs=1e-5)
+    # an operator's takeover sends absolute targets (the jog: +2 degrees of shoulder lift a step): their delta
+    from robot import teleop
+
+    real_keys, real_jog = teleop.OperatorKeys, teleop.KeyboardJog
+
+    def taking_over(listen=True):
+        keys = real_keys(listen=False)
+        keys.press("space")
+        return keys
+
+    def held_w(keys, step, listen=True):
+        jog = real_jog(keys, step, listen=False)
+        jog.press("w")
+        return jog
+
+    monkeypatch.setattr(teleop, "OperatorKeys", taking_over)
+    monkeypatch.setattr(teleop, "KeyboardJog", held_w)
+    applied.clear()
+    assert finetune.main(dataclasses.replace(ft, out_dir=tmp_path / "ft2")) == 0
+    buf = make_buffer(
+        BufferConfig(storage="zarr", capacity_steps=200), spec, 6, finetune.INFO_KEYS,
+        path=str(tmp_path / "ft2" / "buffer.zarr"),
+    )  # fmt: skip
+    stored = buf.storage.read("action", np.arange(buf.num_transitions))
+    assert buf.storage.read("info/intervention", np.arange(6)) == pytest.approx(np.ones(6))
+    buf.close()
+    assert stored == pytest.approx(np.clip(applied, -1.0, 1.0), abs=1e-5)
+    assert stored[:, 1] == pytest.approx(np.full(6, 2.0 / 8.0), abs=1e-5)
+    with pytest.raises(ConfigError, match="delta, which finetune runs on one arm only: leave out --actors 2"):
+        finetune.fit_to_sim_run(dataclasses.replace(ft, actors=2), train.TrainConfig(sim=sim.sim))

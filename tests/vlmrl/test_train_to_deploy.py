@@ -224,7 +224,7 @@ def _absolute_actions() -> gym.spaces.Box:
 
 def test_finetune_takes_the_image_size_from_the_sim_run_and_refuses_what_it_cannot_run(tmp_path):
     """Issue #15 (item 7): finetune needed --env.image-size by hand; a joint-delta agent's actions were sent
-    to the arm as joint targets."""
+    to the arm as joint targets (a joint-delta one runs since issue #13; ee_delta is still refused)."""
     from tests.vlmrl.test_finetune import config as finetune_config
     from tests.vlmrl.test_finetune import sim_run
     from vlmrl.pipelines import finetune
@@ -243,8 +243,10 @@ def test_finetune_takes_the_image_size_from_the_sim_run_and_refuses_what_it_cann
     with pytest.raises(ConfigError, match=r"trained on 32 px frames, not --env.image-size 48"):
         finetune.main(dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, image_size=48)))
     state = torch.load(run / "checkpoint" / "state.pt", weights_only=False)
-    state["config"].sim = dataclasses.replace(state["config"].sim, action_mode="delta")
+    state["config"].sim = dataclasses.replace(state["config"].sim, action_mode="ee_delta")
     torch.save(state, run / "checkpoint" / "state.pt")
-    with pytest.raises(ConfigError, match=r"--sim.action-mode delta, but finetune sends .* as joint targets"):
+    with pytest.raises(
+        ConfigError, match=r"--sim.action-mode ee_delta, but finetune sends .* joint targets or joint deltas"
+    ):
         finetune.main(cfg)
     assert not (tmp_path / "ft").exists()  # refused before anything was written

@@ -203,16 +203,21 @@ def fit_to_sim_run(cfg: Config, train: Any) -> Config:
     """``cfg`` with the sim run's image size where ``--env.image-size`` was left at its default.
 
     Raises:
-        ConfigError: ``--env.image-size`` given and not the run's, or a run whose actions are not joint
-            targets (finetune sends the agent's actions to the arm as joint targets).
+        ConfigError: ``--env.image-size`` given and not the run's, or a run whose actions are neither joint
+            targets nor joint deltas (``--sim.action-mode ee_delta``), or a joint-delta run with ``--actors``.
     """
     from robot.config import LeRobotEnvConfig
 
     sim = train.sim
-    if sim.action_mode != "absolute":
+    if sim.action_mode not in ("absolute", "delta"):
         raise ConfigError(
             f"{cfg.from_run} was trained with --sim.action-mode {sim.action_mode}, but finetune sends the agent's "
-            "actions to the arm as joint targets: train with --sim.action-mode absolute to fine-tune"
+            "actions to the arm as joint targets or joint deltas: train with --sim.action-mode absolute or delta"
+        )
+    if sim.action_mode == "delta" and cfg.actors:
+        raise ConfigError(
+            f"{cfg.from_run} was trained with --sim.action-mode delta, which finetune runs on one arm only: "
+            f"leave out --actors {cfg.actors}"
         )
     if not sim.cameras or cfg.env.image_size == sim.image_size:
         return cfg
@@ -281,7 +286,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     arms = (
         several_arms(cfg, agent, obs_spec, action_space, new, robot_factories)
         if cfg.actors
-        else one_arm(cfg, obs_spec, new, robot_factories)
+        else one_arm(cfg, obs_spec, new, robot_factories, delta_scale_of(train.sim))
     )
     with interrupt_on_signals(), arms as (side, source_for):
         camera = f"pixels/{side.cameras[0]}" if side.cameras else ""
@@ -389,11 +394,23 @@ def make_teleop(cfg: Config, env: Any) -> Any:
     return KeyboardJog(env.action_keys, dict.fromkeys(env.action_keys, 2.0))
 
 
+def delta_scale_of(sim: Any) -> list[float] | None:
+    """A joint-delta sim run's per-joint action scale (as ``vlmrl deploy`` takes it), None for joint targets."""
+    if sim.action_mode != "delta":
+        return None
+    return [float(sim.max_delta_deg)] * 5 + [float(sim.max_delta_gripper)]
+
+
 @contextmanager
 def one_arm(
-    cfg: Config, obs_spec: dict, new: NewPaths, robot_factories: dict[str, Any] | None
+    cfg: Config,
+    obs_spec: dict,
+    new: NewPaths,
+    robot_factories: dict[str, Any] | None,
+    delta_scale: list[float] | None = None,
 ) -> Iterator[tuple[RobotSide, SourceFor]]:
-    """The arm in this process: its env (checked against the policy), operator keys and teleop."""
+    """The arm in this process: its env (checked against the policy), operator keys and teleop;
+    ``delta_scale`` for a joint-delta policy (``vlmrl.sources.RobotEpisodes``)."""
     from robot.teleop import OperatorKeys
 
     with new.removed_on_failure():
@@ -406,7 +423,9 @@ def one_arm(
         try:
             yield (
                 describe_env(env),
-                lambda buffer: RobotEpisodes(env, buffer, keys, teleop, seed_base=cfg.seed),
+                lambda buffer: RobotEpisodes(
+                    env, buffer, keys, teleop, seed_base=cfg.seed, delta_scale=delta_scale
+                ),
             )
         finally:
             keys.close()
