@@ -107,6 +107,8 @@ class RobotActor:
         seed_base: episode e resets with seed ``seed_base + e`` (the twin places its objects from it).
         action_space: the action space the policy was trained in (its bounds scale the actor's output);
             None: the env's.
+        delta_scale: a joint-delta policy's scale per joint (``vlmrl.sources.RobotEpisodes``): its actions
+            go to the arm as targets and are stored back as the deltas applied; None: joint targets.
     """
 
     CLOSE_GROUP = "control"
@@ -120,6 +122,7 @@ class RobotActor:
         stored_keys: Any,
         seed_base: int,
         action_space: Any = None,
+        delta_scale: list[float] | None = None,
     ) -> None:
         import torch
 
@@ -133,6 +136,7 @@ class RobotActor:
         self.agent = SAC(policy.agent_cfg, policy.obs_spec, space, policy.privileged_keys)
         self.policy_keys = list(policy.policy_keys)
         self.seed_base = seed_base
+        self.delta_scale = delta_scale
         self.version = -1
         self._episode = threading.Lock()  # held while an episode runs; close waits for it
         self._closing = False
@@ -169,7 +173,9 @@ class RobotActor:
             self.version = version
         self.agent.generator.manual_seed(self.seed_base * 7919 + episode)
         record = _EpisodeArrays()
-        episodes = RobotEpisodes(self.kit.env, record, self.kit.keys, self.kit.teleop, self.seed_base)
+        episodes = RobotEpisodes(
+            self.kit.env, record, self.kit.keys, self.kit.teleop, self.seed_base, delta_scale=self.delta_scale
+        )
         keys = self.policy_keys
 
         def act(obs: Mapping[str, np.ndarray]) -> np.ndarray:

@@ -333,6 +333,26 @@ def test_a_joint_delta_run_is_fine_tuned_storing_the_deltas_the_arm_was_sent(tmp
     assert len(stored) == len(applied) == 6
     assert np.all(np.abs(stored) <= 1.0) and np.abs(stored).max() > 0
     assert stored == pytest.approx(np.clip(applied, -1.0, 1.0), abs=1e-5)
+    # --actors: a robot actor maps its arm's actions the same way (RobotActor, run here without Ray)
+    from vlmrl.env_actor import PolicySpec
+    from vlmrl.robot_actor import RobotActor
+
+    state = finetune.load_sim_run(tmp_path / "sim")
+    obs_spec = finetune.policy_obs_spec(state)
+    policy = PolicySpec(
+        agent_cfg=state["config"].agent, obs_spec=obs_spec, privileged_keys=(), policy_keys=tuple(obs_spec)
+    )
+    arm = finetune.ArmActorConfig(dataclasses.replace(ft, actors=2), tmp_path / "ft3" / "arm-0", obs_spec)
+    actor = RobotActor(
+        finetune.open_arm, arm, policy, None, seed_base=0,
+        action_space=finetune.action_space_of(state), delta_scale=finetune.delta_scale_of(state["config"].sim),
+    )  # fmt: skip
+    applied.clear()
+    try:
+        episode = actor.run_episode(0, False, [], -1)
+    finally:
+        actor.close()
+    assert episode["action"] == pytest.approx(np.clip(applied, -1.0, 1.0), abs=1e-5)
     # an operator's takeover sends absolute targets (the jog: +2 degrees of shoulder lift a step): their delta
     from robot import teleop
 
@@ -361,5 +381,3 @@ def test_a_joint_delta_run_is_fine_tuned_storing_the_deltas_the_arm_was_sent(tmp
     buf.close()
     assert stored == pytest.approx(np.clip(applied, -1.0, 1.0), abs=1e-5)
     assert stored[:, 1] == pytest.approx(np.full(6, 2.0 / 8.0), abs=1e-5)
-    with pytest.raises(ConfigError, match="delta, which finetune runs on one arm only: leave out --actors 2"):
-        finetune.fit_to_sim_run(dataclasses.replace(ft, actors=2), train.TrainConfig(sim=sim.sim))

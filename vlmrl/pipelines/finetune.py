@@ -204,7 +204,7 @@ def fit_to_sim_run(cfg: Config, train: Any) -> Config:
 
     Raises:
         ConfigError: ``--env.image-size`` given and not the run's, or a run whose actions are neither joint
-            targets nor joint deltas (``--sim.action-mode ee_delta``), or a joint-delta run with ``--actors``.
+            targets nor joint deltas (``--sim.action-mode ee_delta``).
     """
     from robot.config import LeRobotEnvConfig
 
@@ -213,11 +213,6 @@ def fit_to_sim_run(cfg: Config, train: Any) -> Config:
         raise ConfigError(
             f"{cfg.from_run} was trained with --sim.action-mode {sim.action_mode}, but finetune sends the agent's "
             "actions to the arm as joint targets or joint deltas: train with --sim.action-mode absolute or delta"
-        )
-    if sim.action_mode == "delta" and cfg.actors:
-        raise ConfigError(
-            f"{cfg.from_run} was trained with --sim.action-mode delta, which finetune runs on one arm only: "
-            f"leave out --actors {cfg.actors}"
         )
     if not sim.cameras or cfg.env.image_size == sim.image_size:
         return cfg
@@ -284,7 +279,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     new = NewPaths(cfg.out_dir, ["safety.jsonl", "buffer.zarr", *(f"arm-{i}" for i in range(cfg.actors))])
     last: dict[str, Any] = {}
     arms = (
-        several_arms(cfg, agent, obs_spec, action_space, new, robot_factories)
+        several_arms(cfg, agent, obs_spec, action_space, new, robot_factories, delta_scale_of(train.sim))
         if cfg.actors
         else one_arm(cfg, obs_spec, new, robot_factories, delta_scale_of(train.sim))
     )
@@ -534,8 +529,10 @@ def several_arms(
     action_space: Any,
     new: NewPaths,
     robot_factories: dict[str, Any] | None,
+    delta_scale: list[float] | None = None,
 ) -> Iterator[tuple[RobotSide, SourceFor]]:
-    """``cfg.actors`` robot actors on Ray (see the module doc), all up and alike; the learner's view of their envs."""
+    """``cfg.actors`` robot actors on Ray (see the module doc), all up and alike; the learner's view of their
+    envs. ``delta_scale`` for a joint-delta policy, as ``one_arm``."""
     from vlmrl.actor_source import ActorEpisodes, connect  # imports Ray: only with --actors
     from vlmrl.env_actor import PolicySpec
     from vlmrl.robot_actor import RobotActor
@@ -551,7 +548,7 @@ def several_arms(
     source = ActorEpisodes(
         cfg.actors, f"finetune-{cfg.out_dir.resolve().name}-{uuid.uuid4().hex[:8]}", open_arm, None, policy,
         [], cfg.seed, None, agent, lambda: False, cfg.ray,
-        actor_class=RobotActor, actor_configs=arms, actor_kwargs={"action_space": action_space},
+        actor_class=RobotActor, actor_configs=arms, actor_kwargs={"action_space": action_space, "delta_scale": delta_scale},
     )  # fmt: skip
     try:
         with new.removed_on_failure():
