@@ -10,6 +10,10 @@ The same episodes then go to a lossy JPEG store (`frame_codec="jpeg"`, default q
 `lossy_bytes_per_frame` (target <= 1/5 of the 21,168 raw bytes) and `lossy_pixel_ratio` against the RAM
 buffer, measured the same way; beside them the CPU time per pixel batch of both (all threads; the
 wall-clock ratio depends on the cores other processes leave free) and of decoding one frame on one thread.
+`lossy_pixel_ratio_bound` is the best ratio this machine's cores allow when decoding is spread perfectly
+and nothing else costs anything. Then a pixel SAC learner (train's default agent, one torch thread) runs
+on the RAM buffer, the JPEG store and the JPEG store with `prefetch` (the next batch read during the
+update): `lossy_train_ratio` and `lossy_prefetch_train_ratio` are its updates/s against the RAM buffer's.
 Targets: state_ratio >= 0.8, pixel_ratio >= 0.1 (stretch 0.25), rss bounded by the budget,
 lossy_raw_fraction <= 0.2, lossy_pixel_ratio >= 0.1.
 
@@ -164,6 +168,37 @@ def drop_page_cache(directory: Path) -> None:
             os.close(fd)
 
 
+def training_rates(buffers: dict[str, ReplayBuffer], seconds: float, rounds: int = 3) -> dict[str, float]:
+    """SAC updates/s of a pixel learner (the benchmark's state + 84 px camera, train's default agent, one
+    torch thread) sampling its batches from each buffer, in alternating rounds: what a slow read costs a
+    learner, and what prefetching (reading the next batch during the update) wins back."""
+    import gymnasium as gym
+    import torch
+
+    from agents.sac import SAC
+    from vlmrl.train_config import TrainConfig
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        spec = {k: (shape, np.dtype(dtype)) for k, (shape, dtype) in OBS_SPEC.items()}
+        agent = SAC(TrainConfig().agent, spec, gym.spaces.Box(-1.0, 1.0, (ACTION_DIM,), np.float32))
+        counts = dict.fromkeys(buffers, 0)
+        spent = dict.fromkeys(buffers, 0.0)
+        for buf in buffers.values():  # warm-up (and the first prefetch)
+            agent.update(buf.sample(BATCH))
+        for _ in range(rounds):
+            for name, buf in buffers.items():
+                start = time.perf_counter()
+                while counts[name] < 3 or time.perf_counter() - start < seconds / (rounds * len(buffers)):
+                    agent.update(buf.sample(BATCH))
+                    counts[name] += 1
+                spent[name] += time.perf_counter() - start
+        return {name: counts[name] / spent[name] for name in buffers}
+    finally:
+        torch.set_num_threads(threads)
+
+
 def measure_lossy(
     workdir: Path,
     lossless_cfg: BufferConfig,
@@ -187,6 +222,18 @@ def measure_lossy(
             cpu_ms_per_call(lambda: buf.sample(BATCH)),
             cpu_ms_per_call(lambda: mbuf.sample(BATCH)),
         )
+        # A learner on each buffer; `ahead` reads the same JPEG store with prefetch on.
+        ahead = make_buffer(
+            dataclasses.replace(cfg, prefetch=True),
+            OBS_SPEC,
+            ACTION_DIM,
+            info_keys=(),
+            path=str(workdir / "lossy.zarr"),
+        )
+        try:
+            rates = training_rates({"memory": mbuf, "jpeg": buf, "jpeg_prefetch": ahead}, seconds * 3)
+        finally:
+            ahead.close()
         last = episodes - 1
         start, end = buf.episode_rows(last)
         stored = buf.storage.read("pixels/front", np.arange(start, end)).astype(np.int16)
@@ -194,6 +241,7 @@ def measure_lossy(
     finally:
         buf.close()
     frames = episodes * EPISODE_ROWS
+    decode_us = decode_cpu_us_per_frame(maker, quality)
     return {
         "lossy_quality": quality,
         "lossy_bytes_per_frame": disk / frames,
@@ -203,7 +251,15 @@ def measure_lossy(
         "lossy_pixel_ratio": z_pixels / m_pixels,
         "lossy_cpu_ms_per_pixel_batch": z_cpu_ms,
         "memory_cpu_ms_per_pixel_batch": m_cpu_ms,
-        "lossy_decode_cpu_us_per_frame": decode_cpu_us_per_frame(maker, quality),
+        "lossy_decode_cpu_us_per_frame": decode_us,
+        # The best lossy_pixel_ratio these cores allow: a batch's 2 x BATCH decodes spread perfectly over
+        # every core and nothing else, against the RAM buffer's measured batch time.
+        "lossy_pixel_ratio_bound": (2 * BATCH * decode_us * 1e-6 / (os.cpu_count() or 1)) ** -1 / m_pixels,
+        "memory_pixel_updates_per_s": rates["memory"],
+        "lossy_pixel_updates_per_s": rates["jpeg"],
+        "lossy_prefetch_pixel_updates_per_s": rates["jpeg_prefetch"],
+        "lossy_train_ratio": rates["jpeg"] / rates["memory"],
+        "lossy_prefetch_train_ratio": rates["jpeg_prefetch"] / rates["memory"],
         "lossy_insert_frames_per_s": insert,
         "lossy_mean_abs_error": float(error.mean()),
         "lossy_p999_abs_error": float(np.percentile(error, 99.9)),

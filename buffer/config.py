@@ -116,6 +116,12 @@ class BufferConfig:
     (README, "Lossy frames")."""
     frame_quality: int = 90
     """JPEG quality (1..100) of `frame_codec=jpeg`, recorded in the store; ignored by lossless codecs."""
+    prefetch: bool = False
+    """Read the next batch in a background thread while the learner updates on this one. The next
+    batch is drawn when this one is returned, so it misses an episode committed in between and, with
+    TD priorities, this update's errors. Pays off when reading a batch is slow (a `jpeg` store decodes
+    every frame it samples). Runs stay deterministic and `--resume` exact: the drawn batch is part of
+    the buffer's state."""
     read_threads: int = 4
     """Threads reading the frames of one batch in parallel (preadv releases the GIL; cold reads wait on
     the disk, ~2x faster with 4 here); 0 or 1 reads inline."""

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_for
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,13 +23,30 @@ from buffer.storage.protocol import Storage
 _STEP_ARRAYS = ("action", "reward", "terminated", "truncated")
 
 
+@dataclass(frozen=True)
+class _Draw:
+    """The transitions of one batch, drawn but not read yet (``BufferConfig.prefetch``)."""
+
+    batch_size: int
+    keys: tuple[str, ...]
+    pos: np.ndarray
+    weights: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Pending:
+    draw: _Draw
+    future: Future[Batch]
+
+
 class ReplayBuffer:
     """Episodes in a Storage, drawn by a Sampler.
 
     Thread-safety: one writer (`add_step`/`add_episode`), one scorer thread (`new_clips`, `read_clip`,
     `set_scores`, `set_aux_reward`) and one learner (`sample`, `update_priorities`, `set_learner_step`)
     may run concurrently. Episode data is written outside the lock (into rows no reader can reach),
-    everything else under it.
+    everything else under it. With ``cfg.prefetch`` a background thread reads the next batch; every
+    learner or writer call that changes the sampler or the rows waits for that read first.
     """
 
     def __init__(self, cfg: BufferConfig, storage: Storage, sampler: Sampler):
@@ -47,6 +67,8 @@ class ReplayBuffer:
         self._recorder = EpisodeRecorder(specs, self.obs_keys, self.info_keys)
         self._lock = threading.RLock()
         self._rng = np.random.default_rng(cfg.seed)
+        self._pending: _Pending | None = None
+        self._prefetcher: ThreadPoolExecutor | None = None
         cap = storage.capacity
         self._row_of_pos = np.full(cap, -1, np.int64)
         self._steps_to_end = np.zeros(cap, np.int32)  # transitions left in the episode from here
@@ -118,6 +140,7 @@ class ReplayBuffer:
     def _commit(self, arrays: dict[str, np.ndarray]) -> int:
         n = len(arrays["action"])
         cap = self.storage.capacity
+        self._settle()
         with self._lock:
             start, evicted = self.storage.reserve(n)
             for lo, hi in evicted:
@@ -163,14 +186,47 @@ class ReplayBuffer:
         Raises:
             BufferError: no committed transition yet, or an unknown key.
         """
-        keys = list(self.obs_keys if keys is None else keys)
+        keys = tuple(self.obs_keys if keys is None else keys)
         unknown = [k for k in keys if k not in self.obs_keys]
         if unknown:
             raise BufferError(f"sample: unknown observation keys {unknown} (have {self.obs_keys})")
+        pending, self._pending = self._pending, None
+        if pending is not None and (pending.draw.batch_size, pending.draw.keys) == (batch_size, keys):
+            batch = pending.future.result()
+        else:
+            if pending is not None:
+                wait_for([pending.future])  # drawn for another batch size or keys: dropped
+            with self._lock:
+                draw = self._draw(batch_size, keys)
+            batch = self._read(draw)
+        if self.cfg.prefetch:
+            with self._lock:
+                upcoming = self._draw(batch_size, keys)
+            self._submit(upcoming)
+        return batch
+
+    def _draw(self, batch_size: int, keys: tuple[str, ...]) -> _Draw:
+        pos, weights = self.sampler.sample(batch_size, self._rng)
+        return _Draw(batch_size, keys, pos, weights)
+
+    def _submit(self, draw: _Draw) -> None:
+        if self._prefetcher is None:
+            self._prefetcher = ThreadPoolExecutor(1, thread_name_prefix="batch-prefetch")
+        self._pending = _Pending(draw, self._prefetcher.submit(self._read, draw))
+
+    def _settle(self) -> None:
+        """Wait until the prefetched batch is read (its error, if any, is raised by the next sample)."""
+        if self._pending is not None:
+            wait_for([self._pending.future])
+
+    def _read(self, draw: _Draw) -> Batch:
         cfg = self.cfg
         with self._lock:
-            pos, weights = self.sampler.sample(batch_size, self._rng)
-            rows = self._row_of_pos[pos]
+            rows = self._row_of_pos[draw.pos]
+            if (rows < 0).any():  # evicted since the draw by a writer that did not settle first
+                draw = self._draw(draw.batch_size, draw.keys)
+                rows = self._row_of_pos[draw.pos]
+            pos, weights = draw.pos, draw.weights
             k = np.minimum(cfg.n_step, self._steps_to_end[pos]).astype(np.int64)
             offsets = np.arange(cfg.n_step, dtype=np.int64)
             summed = offsets[None, :] < k[:, None]
@@ -186,8 +242,8 @@ class ReplayBuffer:
             next_rows = rows + k
             step = self._step_index[pos].astype(np.int64)
             action = self.storage.read("action", rows)
-            obs = {key: self._read_obs(key, rows, step) for key in keys}
-            next_obs = {key: self._read_obs(key, next_rows, step + k) for key in keys}
+            obs = {key: self._read_obs(key, rows, step) for key in draw.keys}
+            next_obs = {key: self._read_obs(key, next_rows, step + k) for key in draw.keys}
         return Batch(
             obs=obs,
             action=action,
@@ -215,6 +271,7 @@ class ReplayBuffer:
         td = np.asarray(td_errors, np.float64).reshape(-1)
         if td.shape != indices.shape:
             raise BufferError(f"update_priorities: {len(indices)} indices but {td.size} td_errors")
+        self._settle()
         with self._lock:
             pos = indices % self.storage.capacity
             live = self._row_of_pos[pos] == indices
@@ -222,6 +279,7 @@ class ReplayBuffer:
 
     def set_learner_step(self, step: int) -> None:
         """Drive PER beta and VLM lambda annealing."""
+        self._settle()
         with self._lock:
             self.sampler.set_learner_step(step)
 
@@ -316,20 +374,33 @@ class ReplayBuffer:
 
     def state_dict(self) -> dict[str, Any]:
         """Sampler state, RNG and clip cursor: with the reopened storage, sampling resumes exactly.
-        The episode in flight is not included (as after a crash)."""
+        The episode in flight is not included (as after a crash); a prefetched batch is, as its draw."""
+        self._settle()
         with self._lock:
             table = self.storage.episodes()
-            return {
+            state = {
                 "sampler": self.sampler.state_dict(),
                 "rng": self._rng.bit_generator.state,
                 "clip_cursor": self._clip_cursor,
                 "live_rows": (table.first_row, table.next_row),
             }
+            if self._pending is not None:
+                draw = self._pending.draw
+                state["prefetched"] = {
+                    "batch_size": draw.batch_size,
+                    "keys": list(draw.keys),
+                    "pos": draw.pos.copy(),
+                    "weights": draw.weights.copy(),
+                }
+            return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore from `state_dict`. If the store changed since (episodes committed or evicted after
         the checkpoint, e.g. by a writer that crashed later), the sampler is reconciled: rows gone
-        since are dropped, rows new since join with the default priority."""
+        since are dropped, rows new since join with the default priority. A prefetched batch is read
+        again from its draw (drawn anew if its rows are gone)."""
+        self._settle()
+        self._pending = None
         with self._lock:
             self.sampler.load_state_dict(state["sampler"])
             self._rng.bit_generator.state = state["rng"]
@@ -342,9 +413,20 @@ class ReplayBuffer:
                 live = (self._row_of_pos[changed] >= 0) & (self._steps_to_end[changed] > 0)
                 self.sampler.remove(changed[~live])
                 self.sampler.add(changed[live])
+        prefetched = state.get("prefetched")
+        if prefetched is not None:
+            keys = tuple(prefetched["keys"])
+            draw = _Draw(int(prefetched["batch_size"]), keys, prefetched["pos"], prefetched["weights"])
+            if all(k in self.obs_keys for k in keys):
+                self._submit(draw)
 
     def close(self) -> None:
         """Drop the episode in flight and close the storage."""
+        self._settle()
+        self._pending = None
+        if self._prefetcher is not None:
+            self._prefetcher.shutdown()
+            self._prefetcher = None
         self._recorder.discard()
         self.storage.close()
 
