@@ -25,6 +25,9 @@ class RandomizeConfig:
     """Relative change of the light intensities (sun and headlight)."""
     color: float | None = None
     """Change of each RGB channel (0..1 scale) of the cube and the table, drawn separately for each."""
+    texture: float | None = None
+    """Contrast of a procedural texture on the table, in [0, 1]: a random mix of checker, stripes and
+    smooth noise at a random scale and tint, its strength uniform in [0, x]. 0: the plain nominal table."""
     cube_mass_frac: float | None = None
     """Relative change of the cube's mass (and inertia)."""
     cube_size_frac: float | None = None
@@ -49,8 +52,9 @@ class RandomizeConfig:
     many standard deviations wide, in place of the preset's; a camera factor set here, or 0, keeps the
     preset's. The preset still says whether a camera factor is on."""
 
-    # Checkpoints from before calibration-sized camera ranges resume with the preset's ranges.
-    LEGACY_DEFAULTS: ClassVar[dict[str, Any]] = {"calibration_sigmas": 0.0}
+    # Checkpoints from before calibration-sized camera ranges resume with the preset's ranges, and those from
+    # before the texture factor without textures (the presets had none then).
+    LEGACY_DEFAULTS: ClassVar[dict[str, Any]] = {"calibration_sigmas": 0.0, "texture": 0.0}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,8 +121,9 @@ class SimConfig:
     # A plain (frozen, shared) default rather than default_factory: configs pickled before this field
     # existed still load with it.
     randomize: RandomizeConfig = RandomizeConfig()
-    """Domain randomisation (so101 only): camera pose and field of view, light, colours, cube mass, size and
-    friction, joint damping, gripper force, action latency, joint observation noise; per episode."""
+    """Domain randomisation (so101 only): camera pose and field of view, light, colours, table texture, cube
+    mass, size and friction, joint damping, gripper force, action latency, joint observation noise; per
+    episode."""
 
     def __post_init__(self) -> None:
         # Configs stored as JSON (a recording's sim_config attrs) come back with a dict here.

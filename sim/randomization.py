@@ -1,10 +1,15 @@
 """Domain randomisation of the SO-101 twin: per-episode perturbations of the scene and the robot.
 
 Sim-to-real transfer (OpenAI's dexterous hand, DeXtreme) trains under randomised cameras, light, colours,
-dynamics, latency and sensor noise so that the real arm looks like one more draw. Here every factor is a
-symmetric range around the nominal (calibrated) value (``Ranges``); ``draw`` turns ranges and a generator
-into one episode's ``Perturbation``; ``Randomizer`` writes a perturbation into a compiled model and
-restores the nominal values first, so perturbations never accumulate.
+textures, dynamics, latency and sensor noise so that the real arm looks like one more draw. Here every
+factor is a symmetric range around the nominal (calibrated) value (``Ranges``); ``draw`` turns ranges and a
+generator into one episode's ``Perturbation``; ``Randomizer`` writes a perturbation into a compiled model
+and restores the nominal values first, so perturbations never accumulate.
+
+The table's texture (``texture``) is the one factor that changes pixels of a texture image rather than
+numbers of the model: ``Randomizer.apply`` returns the textures it rewrote, and whoever renders the model
+must upload them to each of its GL contexts (``SO101Sim.upload_textures``). The nominal table has no
+material at all, so the nominal twin renders exactly as before the factor existed.
 
 Draws come from a generator seeded by the episode seed (``episode_generator``), so a run that resets
 with explicit seeds (every vlmrl pipeline does) gets the same perturbations again, on ``--resume`` too.
@@ -35,6 +40,7 @@ class Ranges:
     camera_fovy_deg: float = 0.0
     light_frac: float = 0.0
     color: float = 0.0
+    texture: float = 0.0
     cube_mass_frac: float = 0.0
     cube_size_frac: float = 0.0
     friction_frac: float = 0.0
@@ -63,6 +69,7 @@ PRESETS: dict[str, Ranges] = {
         camera_fovy_deg=2.0,
         light_frac=0.15,
         color=0.04,
+        texture=0.15,
         cube_mass_frac=0.2,
         cube_size_frac=0.05,
         friction_frac=0.2,
@@ -77,6 +84,7 @@ PRESETS: dict[str, Ranges] = {
         camera_fovy_deg=4.0,
         light_frac=0.25,
         color=0.08,
+        texture=0.3,
         cube_mass_frac=0.4,
         cube_size_frac=0.1,
         friction_frac=0.3,
@@ -91,6 +99,7 @@ PRESETS: dict[str, Ranges] = {
         camera_fovy_deg=6.0,
         light_frac=0.4,
         color=0.12,
+        texture=0.5,
         cube_mass_frac=0.6,
         cube_size_frac=0.15,
         friction_frac=0.5,
@@ -200,6 +209,10 @@ def resolve_ranges(cfg: SimConfig) -> Ranges:
             raise SimError(
                 f"randomize.{name} must be below {1 / HELD_OUT_MAGNITUDE[1]:.3f}, got {values[name]}"
             )
+    if values["texture"] > 1.0:
+        raise SimError(
+            f"randomize.texture must be at most 1 (1: the darkest texels take the tint), got {values['texture']}"
+        )
     if values["color"] > 0.5:
         raise SimError(f"randomize.color must be at most 0.5 (RGB channels are 0..1), got {values['color']}")
     if any(values[name] > limit for name, limit in _CAMERA_LIMITS.items()):
@@ -230,6 +243,20 @@ class Perturbation:
     light_scale: float = 1.0
     cube_rgb_delta: tuple[float, float, float] = (0.0, 0.0, 0.0)
     table_rgb_delta: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    texture_contrast: float = 0.0
+    """Strength of the table's texture pattern in [0, 1]; 0: no texture (the nominal table). The texture
+    multiplies the table's colour by ``1 - contrast x pattern x (1 - tint)``."""
+    texture_mix: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """Weights of the checker, stripe and smooth-noise patterns (they sum to 1)."""
+    texture_checker_cells: int = 0
+    """Checker squares along one side of the texture tile (``sim.so101.scene.TABLE_TEXTURE_TILE_M``), even."""
+    texture_stripe_waves: tuple[int, int] = (0, 0)
+    """Stripe pairs across the tile along x and y (whole numbers: the tile repeats seamlessly)."""
+    texture_noise_cells: int = 0
+    """Highest spatial frequency of the smooth noise, waves per tile."""
+    texture_noise_seed: int = 0
+    texture_tint: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    """RGB the pattern darkens the table's colour towards (0..1)."""
     cube_mass_scale: float = 1.0
     cube_size_scale: float = 1.0
     friction_scale: float = 1.0
@@ -238,6 +265,59 @@ class Perturbation:
     latency_steps: int = 0
     joint_noise_std: float = 0.0
     """Standard deviation of the joint observation noise (degrees; gripper units for the gripper)."""
+
+
+_TEXTURE_TINT_MAX = 0.6
+"""Tint channels are drawn in [0, this]: far enough from white that the pattern shows at any hue."""
+
+
+def _draw_texture(ranges: Ranges, rng: np.random.Generator, low: float, high: float) -> dict[str, Any]:
+    """The texture fields of a ``Perturbation`` (none when the factor is off)."""
+    contrast = min(rng.uniform(low, high) * ranges.texture, 1.0)
+    mix = rng.dirichlet((1.0, 1.0, 1.0))
+    checker = 2 * int(rng.integers(1, 5))  # even: the repeated tile continues the checker board
+    stripes = (int(rng.integers(-6, 7)), int(rng.integers(1, 7)))
+    noise = int(rng.integers(2, 9))
+    seed = int(rng.integers(2**31))
+    tint = rng.uniform(0.0, _TEXTURE_TINT_MAX, size=3)
+    if contrast <= 0:
+        return {}
+    return {
+        "texture_contrast": float(contrast),
+        "texture_mix": tuple(float(x) for x in mix),
+        "texture_checker_cells": checker,
+        "texture_stripe_waves": stripes,
+        "texture_noise_cells": noise,
+        "texture_noise_seed": seed,
+        "texture_tint": tuple(float(x) for x in tint),
+    }
+
+
+def texture_image(p: Perturbation, size_px: int) -> np.ndarray:
+    """uint8[size_px, size_px, 3] texels of ``p``'s table texture: one tile, periodic, so it repeats
+    seamlessly; all white (255) when ``p.texture_contrast`` is 0."""
+    u = (np.arange(size_px) + 0.5) / size_px  # texel centres, in tiles
+    cells = np.floor(u * p.texture_checker_cells)
+    checker = (cells[:, None] + cells[None, :]) % 2
+    kx, ky = p.texture_stripe_waves
+    stripes = np.floor(2 * (kx * u[None, :] + ky * u[:, None])) % 2
+    # Smooth noise: white noise low-passed in the frequency domain, periodic over the tile by construction.
+    white = np.random.default_rng(p.texture_noise_seed).normal(size=(size_px, size_px))
+    freq = np.fft.fftfreq(size_px, 1.0 / size_px)
+    keep = np.hypot(freq[:, None], freq[None, :]) <= p.texture_noise_cells
+    noise = np.real(np.fft.ifft2(np.fft.fft2(white) * keep))
+    noise = (noise - noise.min()) / max(float(np.ptp(noise)), 1e-12)
+    w = p.texture_mix
+    pattern = w[0] * checker + w[1] * stripes + w[2] * noise
+    shade = 1.0 - p.texture_contrast * pattern[..., None] * (1.0 - np.asarray(p.texture_tint))
+    return np.round(255 * np.clip(shade, 0.0, 1.0)).astype(np.uint8)
+
+
+_TEXTURE_FIELDS = tuple(f.name for f in dataclasses.fields(Perturbation) if f.name.startswith("texture_"))
+
+
+def _same_texture(a: Perturbation, b: Perturbation) -> bool:
+    return all(getattr(a, name) == getattr(b, name) for name in _TEXTURE_FIELDS)
 
 
 def episode_generator(episode_key: int, salt: int) -> np.random.Generator:
@@ -284,6 +364,9 @@ def draw(
     latency_draw = int(rng.integers(0, ranges.max_latency_steps + 1))
     latency = ranges.max_latency_steps if low >= 1.0 else latency_draw
     noise = rng.uniform(low, high) * ranges.joint_noise_deg
+    # The texture draws from a child generator: ``rng``'s stream (the other factors, and the per-step
+    # joint noise the env draws from it next) stays what it was before the texture factor existed.
+    texture = _draw_texture(ranges, rng.spawn(1)[0], low, high)
     return Perturbation(
         camera_offset_m=offsets,
         camera_rotation=rotations,
@@ -298,6 +381,7 @@ def draw(
         gripper_force_scale=force,
         latency_steps=latency,
         joint_noise_std=noise,
+        **texture,
     )
 
 
@@ -319,6 +403,10 @@ class Randomizer:
         self._cube_body = int(model.body("cube").id)
         self._cube_geom = int(model.geom("cube").id)
         self._table_geom = int(model.geom("table").id)
+        self._table_material = int(model.material("table").id)
+        self._table_texture = int(model.texture("table").id)
+        self._texture_drawn: Perturbation | None = None
+        """The perturbation whose texture the texels hold now (None: the model's own, all white)."""
         fingers = [int(model.body(n).id) for n in ("finger_left", "finger_right")]
         self._finger_geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) in fingers]
         arm_joints = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll")
@@ -334,6 +422,7 @@ class Randomizer:
             "headlight_ambient": model.vis.headlight.ambient.copy(),
             "headlight_diffuse": model.vis.headlight.diffuse.copy(),
             "geom_rgba": model.geom_rgba.copy(),
+            "geom_matid": model.geom_matid.copy(),
             "geom_size": model.geom_size.copy(),
             "geom_rbound": model.geom_rbound.copy(),
             "geom_aabb": model.geom_aabb.copy(),
@@ -349,8 +438,13 @@ class Randomizer:
         """The cube's nominal half side."""
         return float(self._nominal["geom_size"][self._cube_geom][0])
 
-    def apply(self, p: Perturbation, data: Any) -> None:
-        """Restore the nominal model, write ``p`` into it and recompute ``data``'s derived quantities."""
+    def apply(self, p: Perturbation, data: Any) -> tuple[int, ...]:
+        """Restore the nominal model, write ``p`` into it and recompute ``data``'s derived quantities.
+
+        Returns:
+            The ids of the textures whose texels changed: upload them to every GL context that renders
+            this model (``SO101Sim.upload_textures``), or frames keep the previous texture.
+        """
         m, n, mujoco = self.model, self._nominal, self._mujoco
         m.cam_pos[:] = n["cam_pos"]
         m.cam_quat[:] = n["cam_quat"]
@@ -386,6 +480,7 @@ class Randomizer:
         m.geom_rgba[self._table_geom][:3] = np.clip(
             n["geom_rgba"][self._table_geom][:3] + p.table_rgb_delta, 0, 1
         )
+        changed = self._apply_texture(p)
         cube, body = self._cube_geom, self._cube_body
         m.geom_size[:] = n["geom_size"]
         m.geom_rbound[:] = n["geom_rbound"]
@@ -408,3 +503,19 @@ class Randomizer:
             n["actuator_forcerange"][self._gripper_actuator] * p.gripper_force_scale
         )
         mujoco.mj_forward(m, data)
+        return changed
+
+    def _apply_texture(self, p: Perturbation) -> tuple[int, ...]:
+        m = self.model
+        m.geom_matid[:] = self._nominal["geom_matid"]
+        if p.texture_contrast <= 0:
+            return ()  # the table renders without a material, as in the nominal twin
+        m.geom_matid[self._table_geom] = self._table_material
+        if self._texture_drawn is not None and _same_texture(self._texture_drawn, p):
+            return ()
+        tex = self._table_texture
+        texels = texture_image(p, int(m.tex_width[tex]))  # square, RGB: sim.so101.scene's texture
+        start = int(m.tex_adr[tex])
+        m.tex_data[start : start + texels.size] = texels.ravel()
+        self._texture_drawn = p
+        return (tex,)

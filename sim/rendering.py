@@ -157,6 +157,14 @@ class FrameRenderer:
         self._renderer.update_scene(data, camera=camera)
         return self._renderer.render()
 
+    def upload_texture(self, texture_id: int) -> None:
+        """Send the model's current texels of ``texture_id`` to this renderer's GL context (a context
+        holds a copy of every texture from when it was made)."""
+        renderer = self._renderer
+        if renderer._gl_context is not None:
+            renderer._gl_context.make_current()
+        self._mujoco.mjr_uploadTexture(renderer.model, renderer._mjr_context, texture_id)
+
     def close(self) -> None:
         """Free the OpenGL context (idempotent)."""
         if not self._closed:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -189,6 +189,12 @@ class SO101Sim:
                 )
             renderer = self._renderers[size] = FrameRenderer(self.model, size, self._shadows, self._antialias)
         return renderer.render(self.data, camera)
+
+    def upload_textures(self, texture_ids: Sequence[int]) -> None:
+        """Send changed texels (``model.tex_data``) to every renderer; renderers made later read them."""
+        for renderer in self._renderers.values():
+            for texture_id in texture_ids:
+                renderer.upload_texture(texture_id)
 
     def close(self) -> None:
         """Free the renderers."""

@@ -151,7 +151,8 @@ class SO101Env(gymnasium.Env):
         """Draw (or take) this episode's perturbation and write it into the model."""
         if given is None and not self.randomize_ranges.active():
             if self.perturbation != Perturbation():
-                self._randomizer.apply(Perturbation(), self.sim.data)  # a previous episode was given one
+                # A previous episode was given one. The nominal table has no texture: nothing to upload.
+                self._randomizer.apply(Perturbation(), self.sim.data)
                 self.perturbation = Perturbation()
             self._pending.clear()
             return
@@ -161,7 +162,7 @@ class SO101Env(gymnasium.Env):
             given = draw(self.randomize_ranges, episode_rng, CAMERAS, per_camera=self._camera_ranges)
         self.perturbation = given
         self._noise_rng = episode_rng
-        self._randomizer.apply(given, self.sim.data)
+        self.sim.upload_textures(self._randomizer.apply(given, self.sim.data))
         cube = self.sim.cube_position()
         if cube[2] > 0:  # the task uses the cube: rest it on the table at its new size
             half = self._randomizer.nominal_cube_half_m

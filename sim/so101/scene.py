@@ -19,6 +19,10 @@ parked cube has its contacts off and gravity compensated, so it stays put)."""
 BIN_INNER_HALF_M = 0.045
 BIN_WALL_HEIGHT_M = 0.03
 ZONE_RADIUS_M = 0.035
+TABLE_TEXTURE_PX = 256
+"""Side of the table's texture image (``sim.randomization`` draws it per episode), texels."""
+TABLE_TEXTURE_TILE_M = 0.32
+"""Side of the table area one texture image covers; the image repeats across the table."""
 
 
 def _xyaxes(pos: tuple[float, ...], lookat: tuple[float, ...], up: tuple[float, ...] = (0, 0, 1)) -> str:
@@ -54,6 +58,14 @@ def build_scene_xml(max_image_size: int = 640) -> str:
     <map znear="0.01" zfar="10"/>
     <headlight ambient="0.35 0.35 0.35" diffuse="0.45 0.45 0.45"/>
   </visual>
+  <asset>
+    <!-- Unused by the nominal twin (the table has no material, so its frames stay as they were): texture
+         randomisation gives the table this material and writes the texture's texels per episode. -->
+    <texture name="table" type="2d" builtin="flat" rgb1="1 1 1" width="{TABLE_TEXTURE_PX}"
+             height="{TABLE_TEXTURE_PX}"/>
+    <material name="table" texture="table" texuniform="true"
+              texrepeat="{1 / TABLE_TEXTURE_TILE_M:.6f} {1 / TABLE_TEXTURE_TILE_M:.6f}"/>
+  </asset>
   <default>
     <joint damping="0.6" armature="0.01"/>
     <geom friction="1.2 0.01 0.001" solref="0.005 1"/>

@@ -57,13 +57,15 @@ def test_the_grid_has_a_row_per_factor_on_the_same_starts_with_held_out_draws(tm
         assert abs(p["cube_mass_scale"] - 1) >= ranges.cube_mass_frac
         assert p["friction_scale"] == 1.0 and p["latency_steps"] == 0 and p["light_scale"] == 1.0
     assert all(e["perturbation"]["latency_steps"] == 2 for e in rows["all"])
+    assert all(e["perturbation"]["texture_contrast"] >= ranges.texture > 0 for e in rows["texture"])
+    assert all(e["perturbation"]["texture_contrast"] == 0 for e in rows["cube_mass_frac"])
     assert all(e["perturbation"]["cube_mass_scale"] == 1.0 for e in rows["nominal"])
     summary = record["summary"]
     assert summary["overall (perturbed rows)"]["episodes"] == 2 * (len(rows) - 1)
     table = (cfg.out_dir / "evaluate.md").read_text()
     assert all(f"| {name} | 2 |" in table for name in rows)
     views = np.asarray(Image.open(cfg.out_dir / "perturbed_views.png"))
-    assert views.shape[0] > views.shape[1]  # 14 rows of 2 views
+    assert views.shape[0] > views.shape[1]  # a row per factor, nominal and all, 2 views each
     assert json.loads((cfg.out_dir / "config.json").read_text())["perturb"] == "medium"
 
 
@@ -175,7 +177,8 @@ def test_train_evaluate_perturb_adds_the_grid_to_the_report_and_a_bad_preset_fai
     report = (tmp_path / "run" / "report.md").read_text()
     assert "## Held-out perturbations (`--evaluate-perturb light`)" in report and "| all | 1 |" in report
     record = json.loads((tmp_path / "run" / "perturbed.json").read_text())
-    assert record["perturb"] == "light" and len(record["rows"]) == 14
+    factors = [f for f in FACTORS if getattr(PRESETS["light"], f)]  # texture among them
+    assert record["perturb"] == "light" and list(record["rows"]) == ["nominal", *factors, "all"]
     with pytest.raises(ConfigError, match="--evaluate-perturb 'wild': unknown preset"):
         main(dataclasses.replace(cfg, evaluate_perturb="wild", run_dir=str(tmp_path / "bad")))
     assert not (tmp_path / "bad").exists()
