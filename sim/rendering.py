@@ -158,12 +158,23 @@ class FrameRenderer:
         return self._renderer.render()
 
     def upload_texture(self, texture_id: int) -> None:
-        """Send the model's current texels of ``texture_id`` to this renderer's GL context (a context
-        holds a copy of every texture from when it was made)."""
+        """Send the model's current texels of ``texture_id`` (a 2-D texture) to this renderer's GL
+        context, which holds a copy of every texture from when it was made, and sample it bilinearly.
+
+        MuJoCo samples textures trilinearly from mipmaps: on Mesa llvmpipe a textured table filling a
+        128 px frame then costs 0.6 ms more per frame, bilinear 0.25 ms (measured here). Bilinear
+        aliases a little where one pixel covers several texels; randomised textures need no more.
+        """
+        from OpenGL import GL
+
         renderer = self._renderer
         if renderer._gl_context is not None:
             renderer._gl_context.make_current()
-        self._mujoco.mjr_uploadTexture(renderer.model, renderer._mjr_context, texture_id)
+        context = renderer._mjr_context
+        self._mujoco.mjr_uploadTexture(renderer.model, context, texture_id)
+        GL.glBindTexture(GL.GL_TEXTURE_2D, int(context.texture[texture_id]))
+        GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_MIN_FILTER, GL.GL_LINEAR)
+        GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
 
     def close(self) -> None:
         """Free the OpenGL context (idempotent)."""

@@ -188,6 +188,9 @@ class SO101Sim:
                     f"image size {size} exceeds this sim's framebuffer ({self.model.vis.global_.offwidth})"
                 )
             renderer = self._renderers[size] = FrameRenderer(self.model, size, self._shadows, self._antialias)
+            # Every renderer samples the (randomised) textures alike: a late one renders the same frames.
+            for texture_id in range(self.model.ntex):
+                renderer.upload_texture(texture_id)
         return renderer.render(self.data, camera)
 
     def upload_textures(self, texture_ids: Sequence[int]) -> None:
