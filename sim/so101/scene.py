@@ -19,7 +19,7 @@ parked cube has its contacts off and gravity compensated, so it stays put)."""
 BIN_INNER_HALF_M = 0.045
 BIN_WALL_HEIGHT_M = 0.03
 ZONE_RADIUS_M = 0.035
-TABLE_TEXTURE_PX = 256
+TABLE_TEXTURE_PX = 128
 """Side of the table's texture image (``sim.randomization`` draws it per episode), texels."""
 TABLE_TEXTURE_TILE_M = 0.32
 """Side of the table area one texture image covers; the image repeats across the table."""
