@@ -26,8 +26,8 @@ class RandomizeConfig:
     color: float | None = None
     """Change of each RGB channel (0..1 scale) of the cube and the table, drawn separately for each."""
     texture: float | None = None
-    """Contrast of a procedural texture on the table, in [0, 1]: a random mix of checker, stripes and
-    smooth noise at a random scale and tint, its strength uniform in [0, x]. 0: the plain nominal table."""
+    """Contrast of a procedural texture on the table and the cube, in [0, 1]: a random mix of checker,
+    stripes and smooth noise at a random scale and tint, its strength uniform in [0, x]. 0: plain, nominal."""
     cube_mass_frac: float | None = None
     """Relative change of the cube's mass (and inertia)."""
     cube_size_frac: float | None = None
@@ -121,7 +121,7 @@ class SimConfig:
     # A plain (frozen, shared) default rather than default_factory: configs pickled before this field
     # existed still load with it.
     randomize: RandomizeConfig = RandomizeConfig()
-    """Domain randomisation (so101 only): camera pose and field of view, light, colours, table texture, cube
+    """Domain randomisation (so101 only): camera pose and field of view, light, colours, textures, cube
     mass, size and friction, joint damping, gripper force, action latency, joint observation noise; per
     episode."""
 

@@ -6,10 +6,10 @@ factor is a symmetric range around the nominal (calibrated) value (``Ranges``); 
 generator into one episode's ``Perturbation``; ``Randomizer`` writes a perturbation into a compiled model
 and restores the nominal values first, so perturbations never accumulate.
 
-The table's texture (``texture``) is the one factor that changes pixels of a texture image rather than
-numbers of the model: ``Randomizer.apply`` returns the textures it rewrote, and whoever renders the model
-must upload them to each of its GL contexts (``SO101Sim.upload_textures``). The nominal table has no
-material at all, so the nominal twin renders exactly as before the factor existed.
+The texture of the table and the cube (``texture``) is the one factor that changes pixels of texture
+images rather than numbers of the model: ``Randomizer.apply`` returns the textures it rewrote, and whoever
+renders the model must upload them to each of its GL contexts (``SO101Sim.upload_textures``). The nominal
+table and cube have no material at all, so the nominal twin renders exactly as before the factor existed.
 
 Draws come from a generator seeded by the episode seed (``episode_generator``), so a run that resets
 with explicit seeds (every vlmrl pipeline does) gets the same perturbations again, on ``--resume`` too.
@@ -244,8 +244,9 @@ class Perturbation:
     cube_rgb_delta: tuple[float, float, float] = (0.0, 0.0, 0.0)
     table_rgb_delta: tuple[float, float, float] = (0.0, 0.0, 0.0)
     texture_contrast: float = 0.0
-    """Strength of the table's texture pattern in [0, 1]; 0: no texture (the nominal table). The texture
-    multiplies the table's colour by ``1 - contrast x pattern x (1 - tint)``."""
+    """Strength of the texture pattern of the table and the cube in [0, 1]; 0: no texture (nominal). The
+    texture multiplies their colours by ``1 - contrast x pattern x (1 - tint)``; each cube face shows the
+    table's whole tile."""
     texture_mix: tuple[float, float, float] = (0.0, 0.0, 0.0)
     """Weights of the checker, stripe and smooth-noise patterns (they sum to 1)."""
     texture_checker_cells: int = 0
@@ -294,7 +295,7 @@ def _draw_texture(ranges: Ranges, rng: np.random.Generator, low: float, high: fl
 
 
 def texture_image(p: Perturbation, size_px: int) -> np.ndarray:
-    """uint8[size_px, size_px, 3] texels of ``p``'s table texture: one tile, periodic, so it repeats
+    """uint8[size_px, size_px, 3] texels of ``p``'s texture: one tile, periodic, so it repeats
     seamlessly; all white (255) when ``p.texture_contrast`` is 0."""
     u = (np.arange(size_px) + 0.5) / size_px  # texel centres, in tiles
     cells = np.floor(u * p.texture_checker_cells)
@@ -403,8 +404,10 @@ class Randomizer:
         self._cube_body = int(model.body("cube").id)
         self._cube_geom = int(model.geom("cube").id)
         self._table_geom = int(model.geom("table").id)
-        self._table_material = int(model.material("table").id)
-        self._table_texture = int(model.texture("table").id)
+        self._textured = {  # geom -> (material, texture)
+            self._table_geom: (int(model.material("table").id), int(model.texture("table").id)),
+            self._cube_geom: (int(model.material("cube").id), int(model.texture("cube").id)),
+        }
         self._texture_drawn: Perturbation | None = None
         """The perturbation whose texture the texels hold now (None: the model's own, all white)."""
         fingers = [int(model.body(n).id) for n in ("finger_left", "finger_right")]
@@ -509,13 +512,16 @@ class Randomizer:
         m = self.model
         m.geom_matid[:] = self._nominal["geom_matid"]
         if p.texture_contrast <= 0:
-            return ()  # the table renders without a material, as in the nominal twin
-        m.geom_matid[self._table_geom] = self._table_material
+            return ()  # table and cube render without a material, as in the nominal twin
+        for geom, (material, _) in self._textured.items():
+            m.geom_matid[geom] = material
         if self._texture_drawn is not None and _same_texture(self._texture_drawn, p):
             return ()
-        tex = self._table_texture
-        texels = texture_image(p, int(m.tex_width[tex]))  # square, RGB: sim.so101.scene's texture
-        start = int(m.tex_adr[tex])
-        m.tex_data[start : start + texels.size] = texels.ravel()
+        for _, tex in self._textured.values():
+            # RGB, square; a cube texture stacks its 6 faces (sim.so101.scene): each face gets the tile.
+            texels = texture_image(p, int(m.tex_width[tex]))
+            faces = int(m.tex_height[tex]) // int(m.tex_width[tex])
+            start = int(m.tex_adr[tex])
+            m.tex_data[start : start + faces * texels.size] = np.tile(texels.ravel(), faces)
         self._texture_drawn = p
-        return (tex,)
+        return tuple(tex for _, tex in self._textured.values())

@@ -158,7 +158,7 @@ class FrameRenderer:
         return self._renderer.render()
 
     def upload_texture(self, texture_id: int) -> None:
-        """Send the model's current texels of ``texture_id`` (a 2-D texture) to this renderer's GL
+        """Send the model's current texels of ``texture_id`` (a 2-D or cube texture) to this renderer's GL
         context, which holds a copy of every texture from when it was made, and sample it bilinearly.
 
         MuJoCo samples textures trilinearly from mipmaps: on Mesa llvmpipe a textured table filling a
@@ -170,11 +170,13 @@ class FrameRenderer:
         renderer = self._renderer
         if renderer._gl_context is not None:
             renderer._gl_context.make_current()
-        context = renderer._mjr_context
-        self._mujoco.mjr_uploadTexture(renderer.model, context, texture_id)
-        GL.glBindTexture(GL.GL_TEXTURE_2D, int(context.texture[texture_id]))
-        GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_MIN_FILTER, GL.GL_LINEAR)
-        GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
+        context, model = renderer._mjr_context, renderer.model
+        self._mujoco.mjr_uploadTexture(model, context, texture_id)
+        planar = int(model.tex_type[texture_id]) == int(self._mujoco.mjtTexture.mjTEXTURE_2D)
+        target = GL.GL_TEXTURE_2D if planar else GL.GL_TEXTURE_CUBE_MAP
+        GL.glBindTexture(target, int(context.texture[texture_id]))
+        GL.glTexParameteri(target, GL.GL_TEXTURE_MIN_FILTER, GL.GL_LINEAR)
+        GL.glBindTexture(target, 0)
 
     def close(self) -> None:
         """Free the OpenGL context (idempotent)."""

@@ -23,6 +23,8 @@ TABLE_TEXTURE_PX = 128
 """Side of the table's texture image (``sim.randomization`` draws it per episode), texels."""
 TABLE_TEXTURE_TILE_M = 0.32
 """Side of the table area one texture image covers; the image repeats across the table."""
+CUBE_TEXTURE_PX = 32
+"""Side of each face of the cube's texture, texels: every face shows the whole pattern tile, 10x smaller."""
 
 
 def _xyaxes(pos: tuple[float, ...], lookat: tuple[float, ...], up: tuple[float, ...] = (0, 0, 1)) -> str:
@@ -59,12 +61,15 @@ def build_scene_xml(max_image_size: int = 640) -> str:
     <headlight ambient="0.35 0.35 0.35" diffuse="0.45 0.45 0.45"/>
   </visual>
   <asset>
-    <!-- Unused by the nominal twin (the table has no material, so its frames stay as they were): texture
-         randomisation gives the table this material and writes the texture's texels per episode. -->
+    <!-- Unused by the nominal twin (table and cube have no material, so its frames stay as they were):
+         texture randomisation gives them these materials and writes the textures' texels per episode. -->
     <texture name="table" type="2d" builtin="flat" rgb1="1 1 1" width="{TABLE_TEXTURE_PX}"
              height="{TABLE_TEXTURE_PX}"/>
     <material name="table" texture="table" texuniform="true"
               texrepeat="{1 / TABLE_TEXTURE_TILE_M:.6f} {1 / TABLE_TEXTURE_TILE_M:.6f}"/>
+    <texture name="cube" type="cube" builtin="flat" rgb1="1 1 1" width="{CUBE_TEXTURE_PX}"
+             height="{CUBE_TEXTURE_PX}"/>
+    <material name="cube" texture="cube"/>
   </asset>
   <default>
     <joint damping="0.6" armature="0.01"/>

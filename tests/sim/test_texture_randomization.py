@@ -46,8 +46,12 @@ def test_the_texture_asset_does_not_change_the_nominal_twin() -> None:
     bare.data = type(bare.data)(bare.model)
     bare.reset()
     sim = SO101Sim(max_image_size=SIZE)
-    assert sim.model.ntex == 1 and bare.model.ntex == 0
-    assert sim.model.geom_matid[sim.model.geom("table").id] == -1
+    assert sim.model.ntex == 2 and bare.model.ntex == 0
+    assert (
+        sim.model.geom_matid[sim.model.geom("table").id]
+        == sim.model.geom_matid[sim.model.geom("cube").id]
+        == -1
+    )
     for camera in ("front", "wrist"):
         np.testing.assert_array_equal(sim.render(camera, SIZE), bare.render(camera, SIZE), err_msg=camera)
     sim.close()
@@ -60,8 +64,10 @@ def test_texture_0_renders_the_nominal_frames_and_a_nominal_reset_restores_them(
     frame = nominal.reset(seed=2)[0]["pixels/front"]
     np.testing.assert_array_equal(off.reset(seed=2)[0]["pixels/front"], frame)
     env.reset(seed=2, options={"perturbation": textured()})
+    model = env.sim.model
+    assert model.geom_matid[model.geom("cube").id] == model.material("cube").id  # the cube is textured too
     np.testing.assert_array_equal(env.reset(seed=2)[0]["pixels/front"], frame)
-    assert env.sim.model.geom_matid[env.sim.model.geom("table").id] == -1
+    assert model.geom_matid[model.geom("table").id] == model.geom_matid[model.geom("cube").id] == -1
     for e in (nominal, off, env):
         e.close()
 
