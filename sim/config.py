@@ -126,6 +126,8 @@ class SimConfig:
     episode."""
 
     def __post_init__(self) -> None:
-        # Configs stored as JSON (a recording's sim_config attrs) come back with a dict here.
+        # Configs stored as JSON (a recording's sim_config attrs) come back with a dict here; one stored
+        # before a field existed gets the old behaviour, as a checkpoint does (``LEGACY_DEFAULTS``).
         if isinstance(self.randomize, dict):
-            object.__setattr__(self, "randomize", RandomizeConfig(**self.randomize))
+            stored = {**RandomizeConfig.LEGACY_DEFAULTS, **self.randomize}
+            object.__setattr__(self, "randomize", RandomizeConfig(**stored))

@@ -151,7 +151,7 @@ def test_the_textured_twin_keeps_the_contract_and_gymnasiums_checks() -> None:
     env.close()
 
 
-def test_a_checkpoint_from_before_the_factor_resumes_its_preset_without_textures() -> None:
+def test_a_config_from_before_the_factor_keeps_its_preset_without_textures() -> None:
     from vlmrl.checkpoint import fill_new_fields
 
     old = RandomizeConfig(preset="light")
@@ -161,6 +161,10 @@ def test_a_checkpoint_from_before_the_factor_resumes_its_preset_without_textures
     env = twin(old)
     assert not env.randomize_ranges.texture
     env.close()
+    # A config stored as JSON before the factor (a recording's sim_config) likewise.
+    assert SimConfig(randomize={"preset": "light"}).randomize.texture == 0.0  # type: ignore[arg-type]
+    stored = dataclasses.asdict(SimConfig(randomize=RandomizeConfig(preset="light")))
+    assert SimConfig(**stored).randomize.texture is None  # a config from now keeps the preset's texture
 
 
 @pytest.mark.parametrize(
