@@ -1,5 +1,5 @@
-"""Texture randomisation of the twin's table: the nominal twin renders as before, textures reach every
-renderer, draws are deterministic per episode seed and leave the other factors' draws alone."""
+"""Texture randomisation of the twin's table and cube: the nominal twin renders as before, textures reach
+every renderer, draws are deterministic per episode seed and leave the other factors' draws alone."""
 
 from __future__ import annotations
 
