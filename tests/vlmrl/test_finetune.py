@@ -52,6 +52,63 @@ def sim_run(tmp_path, obs_spec=ROBOT_OBS, aux_reward=None):
     return run, agent
 
 
+def operator_takes_over_holding_w(monkeypatch) -> None:
+    """The operator presses space (takeover) and holds w: the jog raises shoulder lift 2 degrees a step."""
+    from robot import teleop
+
+    real_keys, real_jog = teleop.OperatorKeys, teleop.KeyboardJog
+
+    def taking_over(listen=True):
+        keys = real_keys(listen=False)
+        keys.press("space")
+        return keys
+
+    def held_w(keys, step, listen=True):
+        jog = real_jog(keys, step, listen=False)
+        jog.press("w")
+        return jog
+
+    monkeypatch.setattr(teleop, "OperatorKeys", taking_over)
+    monkeypatch.setattr(teleop, "KeyboardJog", held_w)
+
+
+def stored_buffer(out_dir):
+    """The zarr buffer finetune wrote in ``out_dir``, opened with the observation spec it recorded."""
+    meta = json.loads((out_dir / "buffer.zarr" / "zarr.json").read_text())["attributes"]["vlmrl_buffer"][
+        "env"
+    ]
+    spec = {k: (tuple(s), np.dtype(d)) for k, (s, d) in meta["obs_spec"].items()}
+    return make_buffer(
+        BufferConfig(storage="zarr", capacity_steps=200), spec, 6, finetune.INFO_KEYS,
+        path=str(out_dir / "buffer.zarr"),
+    )  # fmt: skip
+
+
+def train_tiny_reach(
+    tmp_path, agent: SACConfig, total_steps: int, action_mode: str = "absolute", **fields
+) -> None:
+    """`vlmrl train` on twin reach with robot observations, a few steps, into ``tmp_path / "sim"``."""
+    from vlmrl.pipelines import train
+
+    cfg = train.TrainConfig(
+        sim=SimConfig(
+            task="reach", cameras=("front",), image_size=32, max_episode_steps=6, action_mode=action_mode
+        ),
+        agent=agent,
+        policy_obs="robot",
+        buffer=BufferConfig(storage="memory", capacity_steps=100),
+        total_steps=total_steps,
+        learning_starts=8,
+        batch_size=8,
+        eval_episodes=1,
+        video_episodes=0,
+        run_dir=str(tmp_path / "sim"),
+        progress=False,
+        **fields,
+    )
+    assert train.main(cfg) == 0
+
+
 def test_finetune_learns_on_the_twin_and_persists_everything(tmp_path):
     run, initial = sim_run(tmp_path)
     assert finetune.main(config(tmp_path, run)) == 0
@@ -88,37 +145,12 @@ def test_finetune_learns_on_the_twin_and_persists_everything(tmp_path):
 
 
 def test_intervention_drives_with_the_keyboard_and_is_stored(tmp_path, monkeypatch):
-    from robot import teleop
-
     run, _ = sim_run(tmp_path)
-    real_keys, real_jog = teleop.OperatorKeys, teleop.KeyboardJog
-
-    def taking_over(listen=True):
-        keys = real_keys(listen=False)
-        keys.press("space")
-        return keys
-
-    def held_w(keys, step, listen=True):
-        jog = real_jog(keys, step, listen=False)
-        jog.press("w")
-        return jog
-
-    monkeypatch.setattr(teleop, "OperatorKeys", taking_over)
-    monkeypatch.setattr(teleop, "KeyboardJog", held_w)
+    operator_takes_over_holding_w(monkeypatch)
     assert finetune.main(config(tmp_path, run, episodes=1, wait_for_scores_s=0.0)) == 0
     stats = json.loads((tmp_path / "ft" / "metrics.jsonl").read_text())
     assert stats["interventions"] == 6
-    meta = json.loads((tmp_path / "ft" / "buffer.zarr" / "zarr.json").read_text())["attributes"][
-        "vlmrl_buffer"
-    ]["env"]
-    spec = {k: (tuple(s), np.dtype(d)) for k, (s, d) in meta["obs_spec"].items()}
-    buf = make_buffer(
-        BufferConfig(storage="zarr", capacity_steps=200),
-        spec,
-        6,
-        finetune.INFO_KEYS,
-        path=str(tmp_path / "ft" / "buffer.zarr"),
-    )
+    buf = stored_buffer(tmp_path / "ft")
     lift = buf.storage.read("action", np.arange(6))[:, 1]
     assert np.diff(lift) == pytest.approx(np.full(5, 2.0))
     assert buf.storage.read("info/intervention", np.arange(6)) == pytest.approx(np.ones(6))
@@ -255,23 +287,9 @@ def test_a_sim_run_from_an_older_version_is_read_like_a_resume_and_keeps_its_aux
 
 def test_a_run_with_an_asymmetric_critic_is_fine_tuned_on_robot_keys_only(tmp_path, capsys):
     """Its critics read the sim's privileged state; finetune hands them over without it (agents.sim_to_robot)."""
-    from vlmrl.pipelines import train
-
-    sim = train.TrainConfig(
-        sim=SimConfig(task="reach", cameras=("front",), image_size=32, max_episode_steps=6),
-        agent=SACConfig(hidden_dims=(16, 16), privileged_aux_weight=1.0),
-        policy_obs="robot",
-        asymmetric_critic=True,
-        buffer=BufferConfig(storage="memory", capacity_steps=100),
-        total_steps=12,
-        learning_starts=8,
-        batch_size=8,
-        eval_episodes=1,
-        video_episodes=0,
-        run_dir=str(tmp_path / "sim"),
-        progress=False,
+    train_tiny_reach(
+        tmp_path, SACConfig(hidden_dims=(16, 16), privileged_aux_weight=1.0), 12, asymmetric_critic=True
     )
-    assert train.main(sim) == 0
     ft = config(tmp_path, tmp_path / "sim", task="reach", episodes=1, batch_size=4, critic_warmup_updates=3)
     assert finetune.main(ft) == 0
     assert "handed over without their privileged inputs: folded" in capsys.readouterr().out
@@ -290,24 +308,8 @@ def test_a_joint_delta_run_is_fine_tuned_storing_the_deltas_the_arm_was_sent(tmp
     """Issue #13: the policy's joint deltas go to the arm as targets (``LeRobotEnv.delta_targets``, as deploy
     runs them); the buffer holds what was sent, back in the agent's units."""
     from robot.lerobot_env import LeRobotEnv
-    from vlmrl.pipelines import train
 
-    sim = train.TrainConfig(
-        sim=SimConfig(
-            task="reach", cameras=("front",), image_size=32, max_episode_steps=6, action_mode="delta"
-        ),
-        agent=SACConfig(hidden_dims=(16, 16)),
-        policy_obs="robot",
-        buffer=BufferConfig(storage="memory", capacity_steps=100),
-        total_steps=8,
-        learning_starts=8,
-        batch_size=8,
-        eval_episodes=1,
-        video_episodes=0,
-        run_dir=str(tmp_path / "sim"),
-        progress=False,
-    )
-    assert train.main(sim) == 0
+    train_tiny_reach(tmp_path, SACConfig(hidden_dims=(16, 16)), 8, action_mode="delta")
     applied = []
     real_step = LeRobotEnv.step
 
@@ -320,14 +322,7 @@ def test_a_joint_delta_run_is_fine_tuned_storing_the_deltas_the_arm_was_sent(tmp
     monkeypatch.setattr(LeRobotEnv, "step", recording_step)
     ft = config(tmp_path, tmp_path / "sim", task="reach", episodes=1, batch_size=4, wait_for_scores_s=0.0)
     assert finetune.main(ft) == 0
-    meta = json.loads((tmp_path / "ft" / "buffer.zarr" / "zarr.json").read_text())["attributes"][
-        "vlmrl_buffer"
-    ]["env"]
-    spec = {k: (tuple(s), np.dtype(d)) for k, (s, d) in meta["obs_spec"].items()}
-    buf = make_buffer(
-        BufferConfig(storage="zarr", capacity_steps=200), spec, 6, finetune.INFO_KEYS,
-        path=str(tmp_path / "ft" / "buffer.zarr"),
-    )  # fmt: skip
+    buf = stored_buffer(tmp_path / "ft")
     stored = buf.storage.read("action", np.arange(buf.num_transitions))
     buf.close()
     assert len(stored) == len(applied) == 6
@@ -354,28 +349,10 @@ def test_a_joint_delta_run_is_fine_tuned_storing_the_deltas_the_arm_was_sent(tmp
         actor.close()
     assert episode["action"] == pytest.approx(np.clip(applied, -1.0, 1.0), abs=1e-5)
     # an operator's takeover sends absolute targets (the jog: +2 degrees of shoulder lift a step): their delta
-    from robot import teleop
-
-    real_keys, real_jog = teleop.OperatorKeys, teleop.KeyboardJog
-
-    def taking_over(listen=True):
-        keys = real_keys(listen=False)
-        keys.press("space")
-        return keys
-
-    def held_w(keys, step, listen=True):
-        jog = real_jog(keys, step, listen=False)
-        jog.press("w")
-        return jog
-
-    monkeypatch.setattr(teleop, "OperatorKeys", taking_over)
-    monkeypatch.setattr(teleop, "KeyboardJog", held_w)
+    operator_takes_over_holding_w(monkeypatch)
     applied.clear()
     assert finetune.main(dataclasses.replace(ft, out_dir=tmp_path / "ft2")) == 0
-    buf = make_buffer(
-        BufferConfig(storage="zarr", capacity_steps=200), spec, 6, finetune.INFO_KEYS,
-        path=str(tmp_path / "ft2" / "buffer.zarr"),
-    )  # fmt: skip
+    buf = stored_buffer(tmp_path / "ft2")
     stored = buf.storage.read("action", np.arange(buf.num_transitions))
     assert buf.storage.read("info/intervention", np.arange(6)) == pytest.approx(np.ones(6))
     buf.close()
