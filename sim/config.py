@@ -131,3 +131,9 @@ class SimConfig:
         if isinstance(self.randomize, dict):
             stored = {**RandomizeConfig.LEGACY_DEFAULTS, **self.randomize}
             object.__setattr__(self, "randomize", RandomizeConfig(**stored))
+
+
+def joint_delta_scale(max_delta_deg: float, max_delta_gripper: float) -> list[float]:
+    """Per-joint scale of a joint-delta action (``action_mode="delta"``): the largest target change a step
+    of the five arm joints (degrees), then of the gripper."""
+    return [float(max_delta_deg)] * 5 + [float(max_delta_gripper)]

@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium import spaces
 
 from robot.contract import JOINT_KEYS, JOINT_NAMES, STATE_KEY, pixel_key, state_and_pixel_spaces
-from sim.config import RandomizeConfig, SimConfig
+from sim.config import RandomizeConfig, SimConfig, joint_delta_scale
 from sim.errors import SimError
 from sim.randomization import (
     Perturbation,
@@ -116,7 +116,9 @@ class SO101Env(gymnasium.Env):
             self.action_space = spaces.Box(-1.0, 1.0, shape=(len(JOINT_NAMES),), dtype=np.float32)
         else:
             self.action_space = spaces.Box(-1.0, 1.0, shape=(len(EE_ACTION_NAMES),), dtype=np.float32)
-        self._delta_scale = np.array([*([cfg.max_delta_deg] * 5), cfg.max_delta_gripper], dtype=np.float32)
+        self._delta_scale = np.array(
+            joint_delta_scale(cfg.max_delta_deg, cfg.max_delta_gripper), dtype=np.float32
+        )
         obs_spaces = state_and_pixel_spaces(len(STATE_NAMES), cfg.cameras, cfg.image_size)
         for i, key in enumerate(JOINT_KEYS):
             obs_spaces[key] = spaces.Box(low[i : i + 1], high[i : i + 1], dtype=np.float32)

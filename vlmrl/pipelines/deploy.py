@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from robot.config import LeRobotEnvConfig
+from sim.config import joint_delta_scale
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines.common import (
     RobotEnvConfig,
@@ -179,7 +180,7 @@ def main(cfg: Config) -> int:
     print(f"deploy: {describe_run(policy.run)}")
     delta_scale = None
     if policy.run.get("action_mode") == "delta":
-        delta_scale = [float(policy.run["max_delta_deg"])] * 5 + [float(policy.run["max_delta_gripper"])]
+        delta_scale = joint_delta_scale(policy.run["max_delta_deg"], policy.run["max_delta_gripper"])
     warm_up(policy, cfg.warmup_calls)
     new = NewPaths(cfg.out_dir, ["safety.jsonl"])  # a failed check leaves the last run's files as they were
     with new.removed_on_failure():

@@ -63,6 +63,7 @@ import tyro
 
 from buffer.config import BufferConfig
 from robot.config import ArmConfig
+from sim.config import joint_delta_scale
 from vlm.config import WorkerConfig
 from vlmrl.checkpoint import checkpoint_dir, load_checkpoint, save_checkpoint
 from vlmrl.env_actor import POLICY_VERSION_KEY
@@ -393,7 +394,7 @@ def delta_scale_of(sim: Any) -> list[float] | None:
     """A joint-delta sim run's per-joint action scale (as ``vlmrl deploy`` takes it), None for joint targets."""
     if sim.action_mode != "delta":
         return None
-    return [float(sim.max_delta_deg)] * 5 + [float(sim.max_delta_gripper)]
+    return joint_delta_scale(sim.max_delta_deg, sim.max_delta_gripper)
 
 
 @contextmanager
