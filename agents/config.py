@@ -85,6 +85,15 @@ class SACConfig:
     auxiliary loss that makes the actor's features predict the normalised privileged state (a linear head,
     discarded at export). Without it a critic that reads the state has no reason to teach the encoder where
     the target is, and the actor, which reads only the features, cannot find it. 0: no auxiliary loss."""
+    bc_weight: float = 0.0
+    """Behaviour cloning on the prior part of each batch (demonstrations, ``--prior-data``; needs an RLPD
+    mix): the actor loss adds ``bc_weight * mean|Q(s, pi(s))| * ||tanh(mean(s)) - a||^2`` over the prior
+    rows, so the weight is relative to the critic's scale, as in TD3+BC (Fujimoto & Gu 2021; their
+    alpha 2.5 is a weight of 0.4). 0: no behaviour cloning (RLPD as published)."""
+    bc_q_filter: bool = True
+    """Clone a prior action only where the critics value it above the policy's own action (the Q-filter of
+    Nair et al. 2018, "Overcoming Exploration in RL with Demonstrations"): a policy that has outgrown the
+    demonstrations is no longer pulled back to them."""
     seed: int = 0
     """Seed of network initialisation and of the agent's own sampling (actions, augmentation)."""
     device: str = "cpu"

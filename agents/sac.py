@@ -58,6 +58,8 @@ class SAC:
         low, high = action_bounds(action_space, "SAC")
         if cfg.utd_ratio < 1 or not 0.0 < cfg.tau <= 1.0 or cfg.init_alpha <= 0.0:
             raise AgentError("SACConfig needs utd_ratio >= 1, 0 < tau <= 1 and init_alpha > 0")
+        if cfg.bc_weight < 0.0:
+            raise AgentError(f"SACConfig needs bc_weight >= 0, got {cfg.bc_weight}")
         if cfg.privileged_aux_weight < 0.0:
             raise AgentError(f"SACConfig needs privileged_aux_weight >= 0, got {cfg.privileged_aux_weight}")
         if cfg.num_critics < 1 or not 1 <= cfg.target_critics <= cfg.num_critics:
@@ -182,6 +184,9 @@ class SAC:
         reward = torch.as_tensor(batch.reward, device=self.device)
         discount = torch.as_tensor(batch.discount, device=self.device)
         weights = torch.as_tensor(batch.weights, device=self.device)
+        prior = None  # behaviour cloning reads the batch's prior rows (an RLPD mix) when it is on
+        if self.cfg.bc_weight > 0.0 and batch.prior is not None:
+            prior = torch.as_tensor(np.asarray(batch.prior, np.float32), device=self.device)
         self.encoder.update_statistics(obs)
         if self.has_pixels:  # frames -> policy images once, then DrQ shifts at the policy resolution
             pad = self.cfg.pixel.shift_pad_px
@@ -199,7 +204,7 @@ class SAC:
             subset = subset[: self.cfg.target_critics]
         train_actor = self.num_updates >= self.critic_only_until
         loss, td, stats = self._losses(
-            obs, next_obs, action, reward, discount, weights, next_noise, pi_noise, subset, train_actor
+            obs, next_obs, action, reward, discount, weights, next_noise, pi_noise, subset, train_actor, prior
         )
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -216,6 +221,7 @@ class SAC:
             "entropy",
             "q_mean",
             "privileged_aux_loss",
+            "bc_loss",
         )
         metrics: dict[str, Any] = dict(zip(names, stats.tolist()))
         metrics["td_error"] = td.abs().mean(dim=0).cpu().numpy().astype(np.float32)
@@ -233,10 +239,12 @@ class SAC:
         pi_noise: Tensor,
         subset: Tensor | None,
         train_actor: bool = True,
+        prior: Tensor | None = None,
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Critic + actor + temperature loss (one scalar), TD errors [critics, B] and the logged scalars.
         Without ``train_actor`` the actor and temperature losses are left out of the scalar (no gradient
-        reaches them, so the optimiser skips them); they are still logged.
+        reaches them, so the optimiser skips them); they are still logged. ``prior`` (float32[B], 1 on the
+        prior rows) turns on the behaviour-cloning term (``SACConfig.bc_weight``).
 
         A pure function of its tensors (the noise comes in), so ``torch.compile`` can trace it.
         """
@@ -275,6 +283,16 @@ class SAC:
         q_all = self.critic(self._critic_input(actor_features, privileged), pi_action, detach_params=True)
         q_pi = q_all.min(dim=0).values if self.cfg.num_critics <= 2 else q_all.mean(dim=0)
         actor_loss = (alpha * log_prob - q_pi).mean()
+        bc_loss = torch.zeros((), device=self.device)
+        if prior is not None:
+            # Clone the data's action on prior rows, where the critics prefer it to the policy's (Q-filter).
+            keep = prior
+            if self.cfg.bc_q_filter:
+                q_data = q.detach().min(dim=0).values if self.cfg.num_critics <= 2 else q.detach().mean(dim=0)
+                keep = prior * (q_data > q_pi.detach()).float()
+            squared = (torch.tanh(mean) - action).pow(2).sum(dim=-1)
+            bc_loss = (keep * squared).sum() / prior.sum().clamp(min=1.0)
+            actor_loss = actor_loss + self.cfg.bc_weight * q_pi.detach().abs().mean() * bc_loss
         loss = critic_loss + self.cfg.privileged_aux_weight * aux_loss
         alpha_loss = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
         if train_actor:
@@ -282,7 +300,7 @@ class SAC:
             if self.cfg.autotune_alpha:
                 loss = loss + alpha_loss
         stats = torch.stack(
-            [critic_loss, actor_loss, alpha_loss, alpha, -log_prob.mean(), q.mean(), aux_loss]
+            [critic_loss, actor_loss, alpha_loss, alpha, -log_prob.mean(), q.mean(), aux_loss, bc_loss]
         ).detach()
         return loss, td.detach(), stats
 

@@ -31,3 +31,6 @@ class Batch(NamedTuple):
     """float32[B]: importance-sampling weights (all ones for uniform sampling), max-normalised."""
     indices: np.ndarray
     """int64[B]: global transition ids, for ``update_priorities``."""
+    prior: np.ndarray | None = None
+    """bool[B]: rows drawn from the prior data (demonstrations, ``--prior-data``) of an RLPD mix; None when
+    the buffer's sampler has no prior part. A learner's behaviour-cloning term reads it."""

@@ -16,6 +16,7 @@ from buffer.clips import ClipRef, clip_rows, covered_transitions, plan_clips
 from buffer.config import BufferConfig
 from buffer.episode import EpisodeRecorder
 from buffer.errors import BufferError
+from buffer.samplers.prior_mix import PriorMixSampler
 from buffer.samplers.protocol import Sampler
 from buffer.spec import check_value
 from buffer.storage.protocol import Storage
@@ -253,6 +254,7 @@ class ReplayBuffer:
             discount=discount,
             weights=weights,
             indices=rows,
+            prior=self.sampler.is_prior(pos) if isinstance(self.sampler, PriorMixSampler) else None,
         )
 
     def _read_obs(self, key: str, rows: np.ndarray, step: np.ndarray) -> np.ndarray:

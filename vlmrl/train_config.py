@@ -283,6 +283,11 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
         raise ConfigError(f"demo_episodes must be >= 0, got {cfg.demo_episodes}")
     if not 0.0 <= cfg.prior_share <= 1.0:
         raise ConfigError(f"prior_share must be in [0, 1], got {cfg.prior_share}")
+    if cfg.agent.bc_weight > 0 and (cfg.prior_share == 0 or not (cfg.demo_episodes or cfg.prior_data)):
+        raise ConfigError(
+            f"agent.bc_weight {cfg.agent.bc_weight:g} clones the prior part of each batch: add "
+            "--demo-episodes N or --prior-data PATH, with --prior-share > 0"
+        )
     if cfg.agent_from is not None and cfg.asymmetric_critic:
         raise ConfigError(
             "agent_from: an offline agent's Q-networks read no privileged state; drop --asymmetric-critic"
