@@ -286,11 +286,18 @@ class SAC:
         bc_loss = torch.zeros((), device=self.device)
         if prior is not None:
             # Clone the data's action on prior rows, where the critics prefer it to the policy's (Q-filter).
+            mode = torch.tanh(mean)
             keep = prior
-            if self.cfg.bc_q_filter:
-                q_data = q.detach().min(dim=0).values if self.cfg.num_critics <= 2 else q.detach().mean(dim=0)
-                keep = prior * (q_data > q_pi.detach()).float()
-            squared = (torch.tanh(mean) - action).pow(2).sum(dim=-1)
+            if self.cfg.bc_q_filter:  # the policy's own action is its mode, not a noisy sample
+                with torch.no_grad():
+                    critic_in = self._critic_input(actor_features, privileged)
+                    q_data, q_mode = q.detach(), self.critic(critic_in, mode)
+                    if self.cfg.num_critics <= 2:
+                        q_data, q_mode = q_data.min(dim=0).values, q_mode.min(dim=0).values
+                    else:
+                        q_data, q_mode = q_data.mean(dim=0), q_mode.mean(dim=0)
+                keep = prior * (q_data > q_mode).float()
+            squared = (mode - action).pow(2).sum(dim=-1)
             bc_loss = (keep * squared).sum() / prior.sum().clamp(min=1.0)
             actor_loss = actor_loss + self.cfg.bc_weight * q_pi.detach().abs().mean() * bc_loss
         loss = critic_loss + self.cfg.privileged_aux_weight * aux_loss

@@ -118,4 +118,11 @@ def test_buffer_batches_mix_demonstration_episodes_and_online_ones() -> None:
     from_demo = batch.obs["state"][:, 0] == 7
     assert np.count_nonzero(from_demo) == 16
     np.testing.assert_array_equal(buf.sampler.is_prior(batch.indices % 200), from_demo)
+    np.testing.assert_array_equal(batch.prior, from_demo)  # the learner's behaviour cloning reads it
     buf.update_priorities(batch.indices, np.ones(32, np.float32))
+
+
+def test_a_buffer_without_a_prior_part_marks_no_rows() -> None:
+    buf = make_buffer(BufferConfig(capacity_steps=50), OBS_SPEC, ACTION_DIM)
+    fill_episode(buf, episode=0, length=10)
+    assert buf.sample(8).prior is None

@@ -270,6 +270,15 @@ def test_demonstrations_need_the_twin(tmp_path) -> None:
         main(dataclasses.replace(base, sim=dataclasses.replace(base.sim, suite="robosuite"), demo_episodes=1))
 
 
+def test_behaviour_cloning_needs_prior_data_in_each_batch(tmp_path) -> None:
+    base = tiny(tmp_path / "a")
+    cloning = dataclasses.replace(base.agent, bc_weight=0.4)
+    with pytest.raises(ConfigError, match="add --demo-episodes N or --prior-data PATH"):
+        main(dataclasses.replace(base, agent=cloning))
+    with pytest.raises(ConfigError, match="with --prior-share > 0"):
+        main(dataclasses.replace(base, agent=cloning, demo_episodes=2, prior_share=0.0))
+
+
 def test_replay_sampler_settings_come_from_the_command_line() -> None:
     import tyro
 
