@@ -61,6 +61,10 @@ class RandomizeConfig:
 class SimConfig:
     """Which simulated env to build and how it renders and rewards."""
 
+    LEGACY_DEFAULTS: ClassVar[dict[str, Any]] = {"max_windup_deg": 0.0}
+    """What a config stored before a field existed (a checkpoint, a policy's run info, a recording's
+    ``sim_config``) gets for it where the default would change the env: the old behaviour."""
+
     suite: Literal["so101", "robosuite", "metaworld"] = "so101"
     """Simulator family: our SO-101 MuJoCo twin, robosuite 1.5 (Panda) or Meta-World 3 (Sawyer)."""
     task: str = "lift"
@@ -114,6 +118,13 @@ class SimConfig:
     """delta mode: largest change of an arm joint target per step, degrees."""
     max_delta_gripper: float = 25.0
     """delta mode: largest change of the gripper target per step (0..100 scale)."""
+    max_windup_deg: float = 16.0
+    """delta mode: an arm joint's target stays within this many degrees of the joint's measured position
+    (anti-windup). Without a bound, a joint held back by contact (the jaw pressed on the table) keeps adding
+    each step's delta to a target the policy cannot see: measured on twin lift, failed episodes wound the
+    shoulder and elbow targets up to 40-108 degrees past the joints, pinning the jaw so the gripper could
+    not close. The gripper is not bounded (its closing force is the gap). 0: unbounded (runs before
+    2026-12-01)."""
     max_delta_m: float = 0.02
     """ee_delta mode: largest move of the tool centre point per step, metres."""
     render_backend: Literal["auto", "egl", "osmesa"] = "auto"

@@ -198,6 +198,11 @@ class SO101Env(gymnasium.Env):
         elif self.cfg.action_mode == "delta":
             step = np.clip(array, -1.0, 1.0) * self._delta_scale
             targets = np.clip(self._targets + step, self._low, self._high)
+            if self.cfg.max_windup_deg > 0:  # anti-windup: arm targets stay near the measured joints
+                measured = self.sim.joint_positions()
+                arm = np.array([measured[n] for n in JOINT_NAMES[:5]])
+                bound = self.cfg.max_windup_deg
+                targets[:5] = np.clip(targets[:5], arm - bound, arm + bound)
         else:
             targets = self._ee_delta_targets(np.clip(array, -1.0, 1.0))
         self._targets = targets.astype(np.float32)
