@@ -85,6 +85,10 @@ class LeRobotEnvConfig:
     """Listen for the emergency-stop key (pynput) when a display exists; the programmatic trigger always works."""
     estop_key: str = "esc"
     """pynput name of the emergency-stop key."""
+    max_windup_deg: float = 0.0
+    """Joint-delta policies (``delta_targets``): an arm joint's target stays within this many degrees of its
+    measured position, as the twin's ``--sim.max-windup-deg`` (deploy and finetune take the policy's);
+    the gripper is not bounded. 0: unbounded."""
     safety: SafetyConfig = field(default_factory=SafetyConfig)
     """Limits every command passes through."""
     watchdog: WatchdogConfig = field(default_factory=WatchdogConfig)

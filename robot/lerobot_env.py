@@ -239,7 +239,8 @@ class LeRobotEnv(gym.Env):
         """Absolute joint targets (action-key order) for a joint-delta action in [-1, 1]: the last command the
         safety layer let through plus ``action * max_delta``, within the joint limits. This is the twin's
         ``action_mode="delta"`` (``sim/so101/env.py``), except that it starts from what was really sent, so
-        a joint the safety layer holds back does not wind up.
+        a joint the safety layer holds back does not wind up. With ``max_windup_deg`` the arm joints' targets
+        also stay that close to the measured joints (a joint held back by contact does not wind up either).
 
         Raises:
             RobotError: called before ``reset``.
@@ -250,7 +251,14 @@ class LeRobotEnv(gym.Env):
         )
         low = np.array([self.cfg.safety.joint_limits[k][0] for k in self.action_keys], dtype=np.float64)
         high = np.array([self.cfg.safety.joint_limits[k][1] for k in self.action_keys], dtype=np.float64)
-        return np.clip(last + step, low, high).astype(np.float32)
+        targets = last + step
+        bound = self.cfg.max_windup_deg
+        if bound > 0 and self._measured is not None:
+            for i, key in enumerate(self.action_keys):
+                if key != "gripper.pos":
+                    measured = self._measured[key]
+                    targets[i] = min(max(targets[i], measured - bound), measured + bound)
+        return np.clip(targets, low, high).astype(np.float32)
 
     def last_sent(self, caller: str = "last_sent") -> np.ndarray:
         """The last command the safety layer let through (the measured pose right after ``reset``), in

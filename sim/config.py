@@ -144,6 +144,12 @@ class SimConfig:
             object.__setattr__(self, "randomize", RandomizeConfig(**stored))
 
 
+def stored_sim_settings(stored: dict[str, Any]) -> dict[str, Any]:
+    """Sim settings stored by an older version (a policy's run info, a recording's ``sim_config``) with the
+    fields added since at their old behaviour (``SimConfig.LEGACY_DEFAULTS``), where the stored dict lacks them."""
+    return {**SimConfig.LEGACY_DEFAULTS, **stored}
+
+
 def joint_delta_scale(max_delta_deg: float, max_delta_gripper: float) -> list[float]:
     """Per-joint scale of a joint-delta action (``action_mode="delta"``): the largest target change a step
     of the five arm joints (degrees), then of the gripper."""

@@ -288,10 +288,10 @@ def twin_env(episodes: Episodes, obs_keys: list[str], run_dir: Path) -> Any:
     attrs = episodes.attrs
     cameras_needed = any(k.startswith("pixels/") for k in obs_keys)
     if "sim_config" in attrs:
-        from sim.config import SimConfig
+        from sim.config import SimConfig, stored_sim_settings
         from sim.factory import make_env
 
-        sim = dict(attrs["sim_config"])
+        sim = stored_sim_settings(dict(attrs["sim_config"]))
         sim["cameras"] = tuple(sim.get("cameras", ())) if cameras_needed else ()
         return make_env(SimConfig(**sim))
     if attrs.get("robot_type") == "sim_so101":

@@ -137,7 +137,7 @@ def twin_sim_config(data: Path) -> Any:
             that data runs with `vlmrl finetune --from`.
     """
     from buffer.metadata import read_store_metadata
-    from sim.config import SimConfig
+    from sim.config import SimConfig, stored_sim_settings
     from vlmrl.offline import dataclass_from_dict
 
     sim = read_store_metadata(data).record.get("sim_config") if (Path(data) / "zarr.json").is_file() else None
@@ -146,7 +146,7 @@ def twin_sim_config(data: Path) -> Any:
             f"--then-online: {data} holds no twin sim config (recorded on a robot, or a LeRobotDataset); "
             "continue on the arm or its twin with `vlmrl finetune --from <the offline run>`"
         )
-    return dataclass_from_dict(SimConfig, sim)
+    return dataclass_from_dict(SimConfig, stored_sim_settings(dict(sim)))
 
 
 def finetune_state(run_dir: Path) -> dict[str, Any]:

@@ -188,3 +188,30 @@ def test_render_fps_is_the_control_rate() -> None:
     env = make_env(SimConfig(task="reach", cameras=(), control_hz=25.0))
     assert env.metadata["render_fps"] == 25.0
     env.close()
+
+
+@pytest.mark.parametrize("bound", [0.0, 16.0])
+def test_joint_delta_targets_do_not_wind_up_against_the_table(bound: float) -> None:
+    """``max_windup_deg``: pressing the jaw into the table does not store a command the policy cannot see, so
+    the first command away from the table moves the arm at once."""
+    from sim.so101.env import JOINT_NAMES
+
+    env = make_env(SimConfig(task="lift", cameras=(), action_mode="delta", max_windup_deg=bound))
+    env.reset(seed=0)
+    sim = env.unwrapped.sim
+    down, up = np.array([0, 1, 1, 0, 0, 0], np.float32), np.array([0, -1, -1, 0, 0, 0], np.float32)
+    for _ in range(30):
+        env.step(down)
+    measured = np.array([sim.joint_positions()[n] for n in JOINT_NAMES])
+    gap = env.unwrapped.joint_targets_array() - measured
+    low = sim.tcp_position()[2]
+    for _ in range(3):
+        env.step(up)
+    risen = sim.tcp_position()[2] - low
+    if bound:
+        assert np.all(np.abs(gap[:5]) <= bound + 1e-3)
+        assert risen > 0.01
+    else:  # unbounded (runs before the bound existed): shoulder and elbow wound up far past the joints
+        assert gap[1] > 40 and gap[2] > 40
+        assert risen < 0.002
+    env.close()

@@ -14,7 +14,7 @@ from vlmrl.sources import agent_action, arm_targets
 SCALE = [8.0] * 5 + [25.0]
 
 
-def twin_env(tmp_path, safety=None):
+def twin_env(tmp_path, safety=None, max_windup_deg=0.0):
     robot = make_robot(
         ArmConfig(type="sim_so101", cameras=(), calibration_dir=str(tmp_path)),
         {"sim_so101": lambda cfg: make_sim_so101(cfg, image_size=32, control_hz=30.0, task="reach")},
@@ -27,6 +27,7 @@ def twin_env(tmp_path, safety=None):
         keyboard_estop=False,
         watchdog=WatchdogConfig(enabled=False),
         safety=safety or SafetyConfig(),
+        max_windup_deg=max_windup_deg,
     )
     return LeRobotEnv(robot, cfg)
 
@@ -83,5 +84,27 @@ def test_a_step_the_safety_layer_holds_back_is_stored_as_the_delta_applied(tmp_p
         assert agent_action(info["sent_action"], previous, SCALE) == pytest.approx(
             [0.25, 0, 0, 0, 0, 0], abs=1e-4
         )
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("bound", [0.0, 4.0])
+def test_the_arm_joints_targets_stay_within_the_windup_bound_of_the_measured_joints(tmp_path, bound):
+    """``--env.max-windup-deg`` (the twin's ``--sim.max-windup-deg``): the arm joints move from the last command
+    but never further than the bound from where they are measured; the gripper is not bounded."""
+    env = twin_env(tmp_path, max_windup_deg=bound)
+    try:
+        env.reset(seed=0)
+        action = np.ones(6, np.float32)  # one full step up on every joint: 8 degrees (gripper 25)
+        last, measured = env.last_sent(), env.measured
+        targets = env.delta_targets(action, SCALE)
+        reach = last + np.array(SCALE)
+        for i, key in enumerate(SO101_JOINT_KEYS):
+            if bound and key != "gripper.pos":
+                assert targets[i] == pytest.approx(min(reach[i], measured[key] + bound), abs=1e-4)
+            else:
+                assert targets[i] == pytest.approx(
+                    min(reach[i], 100.0 if key == "gripper.pos" else 1e9), abs=1e-4
+                )
     finally:
         env.close()

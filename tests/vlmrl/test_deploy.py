@@ -118,6 +118,11 @@ def test_deploy_takes_task_image_size_cameras_and_rate_from_the_policy_file(tmp_
             r"acts at 10 Hz \(trained with --sim.control-hz 10\), not --twin-control-hz 20",
         ),
         ({"action_mode": "ee_delta"}, {}, r"outputs 'ee_delta' actions"),
+        (
+            {"action_mode": "delta", "max_windup_deg": 16.0},
+            {"windup": 4.0},
+            r"trained with --sim.max-windup-deg 16, not --env.max-windup-deg 4",
+        ),
         ({"suite": "robosuite", "task": "Lift"}, {}, r"trained in 'robosuite'"),
         (
             {"camera_calibration": {"front": "cam_a"}},
@@ -131,6 +136,8 @@ def test_a_policy_that_cannot_run_as_asked_is_refused_with_the_reason(tmp_path, 
     cfg = config(tmp_path, policy)
     if overrides.get("task"):
         cfg = dataclasses.replace(cfg, task=overrides["task"])
+    if overrides.get("windup"):
+        cfg = dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, max_windup_deg=overrides["windup"]))
     if overrides.get("robot"):
         cfg = dataclasses.replace(
             cfg,
@@ -192,3 +199,19 @@ def test_the_real_arm_command_line_drives_lerobots_so101_follower(tmp_path, monk
     assert metrics["episodes"][0]["steps"] == 5
     assert len(port.goal_writes) >= 5 and set(port.goal_writes[-1]) == set(servos)  # every servo got goals
     assert all(s.get("Torque_Enable") == 0 for s in servos.values())  # disconnected with torque off
+
+
+@pytest.mark.parametrize(
+    ("run", "expected"),
+    [
+        ({"action_mode": "delta", "max_windup_deg": 16.0}, 16.0),  # the policy's own bound
+        ({"action_mode": "delta"}, 0.0),  # exported before the bound existed: unbounded, as it trained
+        ({"action_mode": "absolute", "max_windup_deg": 16.0}, 0.0),  # joint targets: nothing to wind up
+    ],
+)
+def test_deploy_drives_a_joint_delta_policy_with_the_anti_windup_bound_it_trained_with(
+    run, expected, tmp_path
+):
+    info = {k: v for k, v in run_info().items() if k != "max_windup_deg"} | run
+    cfg = deploy.fit_to_policy(config(tmp_path, tmp_path / "policy.pt"), info, reads_pixels=True)
+    assert cfg.env.max_windup_deg == expected

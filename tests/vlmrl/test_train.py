@@ -443,6 +443,22 @@ def test_a_checkpoint_from_before_prior_share_resumes_without_prior_mixing(tmp_p
     assert TrainConfig().prior_share == 0.5  # a new run keeps the new default
 
 
+def test_configs_from_before_the_windup_bound_keep_the_unbounded_twin(tmp_path) -> None:
+    """max_windup_deg's default (16) changes the twin's joint-delta dynamics: a checkpoint, a policy's run info
+    or a recording's sim_config written before it existed gets 0 (SimConfig.LEGACY_DEFAULTS)."""
+    from sim.config import SimConfig, stored_sim_settings
+    from vlmrl.learner import LoopState
+
+    old = TrainConfig()
+    del vars(old.sim)["max_windup_deg"]
+    (tmp_path / "checkpoint").mkdir()
+    torch.save({"config": old, "loop": LoopState()}, tmp_path / "checkpoint" / "state.pt")
+    assert load_checkpoint(tmp_path)["config"].sim.max_windup_deg == 0.0
+    assert stored_sim_settings({"task": "lift"}) == {"task": "lift", "max_windup_deg": 0.0}
+    assert stored_sim_settings({"max_windup_deg": 16.0})["max_windup_deg"] == 16.0
+    assert TrainConfig().sim.max_windup_deg == SimConfig().max_windup_deg == 16.0  # new runs: bounded
+
+
 def test_a_learned_scorer_of_another_frame_size_is_refused_before_the_run_starts(tmp_path):
     """scorer:learned checks the camera and frame size it was fitted on against the run's at start."""
     from vlm import VLMError

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import shlex
 from pathlib import Path
+from types import SimpleNamespace
 
 import gymnasium as gym
 import numpy as np
@@ -243,6 +244,13 @@ def test_finetune_takes_the_image_size_from_the_sim_run_and_refuses_what_it_cann
     with pytest.raises(ConfigError, match=r"trained on 32 px frames, not --env.image-size 48"):
         finetune.main(dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, image_size=48)))
     state = torch.load(run / "checkpoint" / "state.pt", weights_only=False)
+    delta = dataclasses.replace(state["config"].sim, action_mode="delta", max_windup_deg=12.0)
+    train_cfg = SimpleNamespace(**vars(state["config"]) | {"sim": delta})
+    assert finetune.fit_to_sim_run(cfg, train_cfg).env.max_windup_deg == 12.0  # the run's anti-windup bound
+    with pytest.raises(ConfigError, match=r"--sim.max-windup-deg 12, not --env.max-windup-deg 3"):
+        finetune.fit_to_sim_run(
+            dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, max_windup_deg=3.0)), train_cfg
+        )
     state["config"].sim = dataclasses.replace(state["config"].sim, action_mode="ee_delta")
     torch.save(state, run / "checkpoint" / "state.pt")
     with pytest.raises(

@@ -158,5 +158,6 @@ def policy_run_info(sim: Any, policy_obs: str, source: str = "vlmrl train") -> d
         "action_mode": sim.action_mode,
         "max_delta_deg": sim.max_delta_deg,
         "max_delta_gripper": sim.max_delta_gripper,
+        "max_windup_deg": getattr(sim, "max_windup_deg", 0.0),
         "randomize": asdict(sim.randomize) if hasattr(sim, "randomize") else None,
     }

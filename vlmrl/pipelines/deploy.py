@@ -137,6 +137,14 @@ def fit_to_policy(cfg: Config, run: dict[str, Any], reads_pixels: bool) -> Confi
                     "each action would move the arm for another time (leave it out to use the policy's)"
                 )
             env_changes["control_hz"] = float(hz)
+    windup = float(run.get("max_windup_deg", 0.0)) if mode == "delta" else 0.0
+    if windup != cfg.env.max_windup_deg:  # the dynamics the policy learned: its own anti-windup bound
+        if cfg.env.max_windup_deg != env_defaults.max_windup_deg:
+            raise ConfigError(
+                f"{source} was trained with --sim.max-windup-deg {windup:g}, not --env.max-windup-deg "
+                f"{cfg.env.max_windup_deg:g} (leave it out to use the policy's)"
+            )
+        env_changes["max_windup_deg"] = windup
     if env_changes:
         changes["env"] = replace(cfg.env, **env_changes)
     return replace(cfg, **changes) if changes else cfg

@@ -63,7 +63,7 @@ class Config:
 
 def sim_config_for(run: dict[str, Any], cfg: Config) -> Any:
     """The nominal twin the policy was trained in (``policy_run_info``), for ``cfg``'s episode length."""
-    from sim.config import SimConfig
+    from sim.config import SimConfig, stored_sim_settings
 
     if not run:
         raise ConfigError(
@@ -74,8 +74,9 @@ def sim_config_for(run: dict[str, Any], cfg: Config) -> Any:
         raise ConfigError(
             f"policy {cfg.policy} was trained in {run['suite']!r}; perturbed evaluation runs the SO-101 twin only"
         )
-    keys = {f.name for f in dataclasses.fields(SimConfig)} & set(run) - {"suite"}
-    settings = {k: run[k] for k in keys}
+    stored = stored_sim_settings(run)
+    keys = {f.name for f in dataclasses.fields(SimConfig)} & set(stored) - {"suite"}
+    settings = {k: stored[k] for k in keys}
     settings["cameras"] = tuple(settings.get("cameras", ()))
     settings["camera_calibration"] = dict(settings.get("camera_calibration") or {})
     return SimConfig(

@@ -201,11 +201,12 @@ def make_sim_scorer(train: Any, from_run: Path, prompt: str) -> Any:
 
 
 def fit_to_sim_run(cfg: Config, train: Any) -> Config:
-    """``cfg`` with the sim run's image size where ``--env.image-size`` was left at its default.
+    """``cfg`` with the sim run's image size and anti-windup bound where ``--env.image-size`` and
+    ``--env.max-windup-deg`` were left at their defaults.
 
     Raises:
-        ConfigError: ``--env.image-size`` given and not the run's, or a run whose actions are neither joint
-            targets nor joint deltas (``--sim.action-mode ee_delta``).
+        ConfigError: ``--env.image-size`` or ``--env.max-windup-deg`` given and not the run's, or a run whose
+            actions are neither joint targets nor joint deltas (``--sim.action-mode ee_delta``).
     """
     from robot.config import LeRobotEnvConfig
 
@@ -215,14 +216,23 @@ def fit_to_sim_run(cfg: Config, train: Any) -> Config:
             f"{cfg.from_run} was trained with --sim.action-mode {sim.action_mode}, but finetune sends the agent's "
             "actions to the arm as joint targets or joint deltas: train with --sim.action-mode absolute or delta"
         )
-    if not sim.cameras or cfg.env.image_size == sim.image_size:
-        return cfg
-    if cfg.env.image_size != LeRobotEnvConfig().image_size:
-        raise ConfigError(
-            f"{cfg.from_run} was trained on {sim.image_size} px frames, not --env.image-size {cfg.env.image_size} "
-            "(leave it out to use the run's)"
-        )
-    return dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, image_size=sim.image_size))
+    defaults, changes = LeRobotEnvConfig(), {}
+    windup = float(sim.max_windup_deg) if sim.action_mode == "delta" else 0.0
+    if cfg.env.max_windup_deg != windup:
+        if cfg.env.max_windup_deg != defaults.max_windup_deg:
+            raise ConfigError(
+                f"{cfg.from_run} was trained with --sim.max-windup-deg {windup:g}, not --env.max-windup-deg "
+                f"{cfg.env.max_windup_deg:g} (leave it out to use the run's)"
+            )
+        changes["max_windup_deg"] = windup
+    if sim.cameras and cfg.env.image_size != sim.image_size:
+        if cfg.env.image_size != defaults.image_size:
+            raise ConfigError(
+                f"{cfg.from_run} was trained on {sim.image_size} px frames, not --env.image-size "
+                f"{cfg.env.image_size} (leave it out to use the run's)"
+            )
+        changes["image_size"] = sim.image_size
+    return dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, **changes)) if changes else cfg
 
 
 def main(cfg: Config) -> int:
