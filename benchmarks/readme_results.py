@@ -114,6 +114,12 @@ EXPERIMENTS = (
         "results.md",
         "notes.md",
     ),
+    (
+        "The lift learner: state SAC on twin lift, 25 demonstrations, 20k steps (issue #13)",
+        "lift-learner",
+        "table.md",
+        "README.md",
+    ),
     ("Code as Reward on twin lift (issue #17)", "car", "results.md", "README.md"),
     (
         "Offline RL from VLM-labelled recordings: RG-VLM on the twin (issue #16)",

@@ -1,6 +1,7 @@
 """The experiment analysis maths and the generated README section."""
 
 import importlib.util
+import json
 import math
 import subprocess
 import sys
@@ -124,3 +125,25 @@ def test_experiment_tables_join_the_results_section_with_links_from_the_readme(t
     assert "### Scorers that read pixels" in text and "Code as Reward" not in text  # only what exists
     assert "**Scorers**" in text and "\n# Scorers" not in text
     assert "![roc.png](results/scorers/roc.png)" in text
+
+
+def test_lift_learner_table_groups_runs_by_setting_and_tests_against_a(tmp_path):
+    table = load("lift_learner_table")
+    for setting, finals in {"A": [0.2, 0.3, 0.4], "D": [0.7, 0.8, 0.75]}.items():
+        for seed, final in enumerate(finals):
+            run = {
+                "name": f"G{setting}-s{seed}", "seed": seed, "curve_success": [0.0, 0.5, final, final],
+                "curve_steps": [1, 2, 3, 3],
+                "git_commit": "abcdef0123", "tree_clean": True,
+            }  # fmt: skip
+            (tmp_path / f"G{setting}-s{seed}.json").write_text(json.dumps(run))
+    (tmp_path / "probe.json").write_text(
+        json.dumps({"name": "S-x-s0", "curve_success": [1.0]})
+    )  # not a grid row
+    text = table.table(table.load(tmp_path))
+    a_row, d_row = text.splitlines()[2:]
+    assert "| 0, 1, 2 | 30% ± 10% | 20%, 30%, 40% |" in a_row and "abcdef0 |" in a_row
+    assert "75% ± 5%" in d_row
+    p = float(d_row.split("|")[6])
+    assert 0.0 < p < 0.05  # Welch's t-test of D's finals against A's
+    assert a_row.split("|")[5].strip() == "27%"  # mean of 0, 50% and the final (the repeat counted once)
