@@ -205,12 +205,12 @@ def test_joint_delta_targets_do_not_wind_up_against_the_table(bound: float) -> N
     measured = np.array([sim.joint_positions()[n] for n in JOINT_NAMES])
     gap = env.unwrapped.joint_targets_array() - measured
     low = sim.tcp_position()[2]
-    for _ in range(3):
+    for _ in range(4):
         env.step(up)
     risen = sim.tcp_position()[2] - low
     if bound:
         assert np.all(np.abs(gap[:5]) <= bound + 1e-3)
-        assert risen > 0.01
+        assert risen > 0.02  # measured: 56 mm after 4 steps
     else:  # unbounded (runs before the bound existed): shoulder and elbow wound up far past the joints
         assert gap[1] > 40 and gap[2] > 40
         assert risen < 0.002
