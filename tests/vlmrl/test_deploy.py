@@ -215,3 +215,7 @@ def test_deploy_drives_a_joint_delta_policy_with_the_anti_windup_bound_it_traine
     info = {k: v for k, v in run_info().items() if k != "max_windup_deg"} | run
     cfg = deploy.fit_to_policy(config(tmp_path, tmp_path / "policy.pt"), info, reads_pixels=True)
     assert cfg.env.max_windup_deg == expected
+    if "max_windup_deg" not in run and run["action_mode"] == "delta":  # unrecorded: the user may say
+        given = config(tmp_path, tmp_path / "policy.pt")
+        given = dataclasses.replace(given, env=dataclasses.replace(given.env, max_windup_deg=16.0))
+        assert deploy.fit_to_policy(given, info, reads_pixels=True).env.max_windup_deg == 16.0

@@ -137,8 +137,10 @@ def fit_to_policy(cfg: Config, run: dict[str, Any], reads_pixels: bool) -> Confi
                     "each action would move the arm for another time (leave it out to use the policy's)"
                 )
             env_changes["control_hz"] = float(hz)
-    windup = float(run.get("max_windup_deg", 0.0)) if mode == "delta" else 0.0
-    if windup != cfg.env.max_windup_deg:  # the dynamics the policy learned: its own anti-windup bound
+    # The dynamics the policy learned: its own anti-windup bound. A policy file from before the bound was
+    # recorded says nothing: unbounded, unless --env.max-windup-deg is given.
+    windup = float(run.get("max_windup_deg", cfg.env.max_windup_deg)) if mode == "delta" else 0.0
+    if windup != cfg.env.max_windup_deg:
         if cfg.env.max_windup_deg != env_defaults.max_windup_deg:
             raise ConfigError(
                 f"{source} was trained with --sim.max-windup-deg {windup:g}, not --env.max-windup-deg "
