@@ -1,0 +1,72 @@
+"""Lift rows of the issue #19 evidence: robot-observation lift policies trained with and without
+randomisation, each on the nominal twin and the held-out grids (``vlmrl evaluate``, 10 episodes a row).
+
+    .venv/bin/python results/reality-gap/lift_summary.py EVAL_DIR COMMIT
+
+EVAL_DIR holds ``eval-<grid>-<condition>-s<seed>/evaluate.json`` (``lift_eval.sh``; the policies: ``lift_train.sh`` and results/pixel-reach lift-robot-recipe-D-s0..2); writes ``lift.md`` and
+``lift.json`` here and copies each ``evaluate.md`` to ``lift-runs/``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).parent
+OVERALL = "overall (perturbed rows)"
+CONDITIONS = {"nominal": "none", "light": "`--sim.randomize.preset light`"}
+
+
+def cell(x: np.ndarray) -> str:
+    return f"{100 * x.mean():.0f}% ({100 * x.min():.0f}-{100 * x.max():.0f})"
+
+
+def main() -> None:
+    evals, commit = Path(sys.argv[1]), sys.argv[2]
+    record: dict = {"commit": commit, "grids": {}}
+    lines = [
+        "| trained with randomisation | held-out grid | seeds | nominal twin | grid (all perturbed rows) | kept | "
+        "every factor at once | light row | colour row | texture row | commit |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for grid in ("medium", "light"):
+        for cond, label in CONDITIONS.items():
+            summaries = {}
+            for path in sorted(evals.glob(f"eval-{grid}-{cond}-s*/evaluate.json")):
+                seed = int(path.parent.name.rsplit("-s", 1)[1])
+                summaries[seed] = json.loads(path.read_text())["summary"]
+                (HERE / "lift-runs").mkdir(exist_ok=True)
+                shutil.copy(path.parent / "evaluate.md", HERE / "lift-runs" / f"{path.parent.name}.md")
+            if not summaries:
+                continue
+
+            def rate(row: str, summaries: dict = summaries) -> np.ndarray:
+                return np.array([s[row]["success_rate"] if row in s else np.nan for s in summaries.values()])
+
+            nominal, overall = rate("nominal"), rate(OVERALL)
+            kept = overall.mean() / nominal.mean() if nominal.mean() > 0 else float("nan")
+            rows = ["all", "light_frac", "color", "texture"]
+            cells = [cell(rate(r)) if not np.isnan(rate(r)).any() else "-" for r in rows]
+            lines.append(
+                f"| {label} | `{grid}` | {', '.join(map(str, sorted(summaries)))} | {cell(nominal)} | "
+                f"{cell(overall)} | {kept:.2f} | {' | '.join(cells)} | {commit} |"
+            )
+            record["grids"].setdefault(grid, {})[cond] = {
+                "seeds": sorted(summaries),
+                "nominal": nominal.tolist(),
+                "overall": overall.tolist(),
+                "kept": kept,
+                "per_row_mean": {r: float(np.nanmean(rate(r))) for r in next(iter(summaries.values()))},
+            }
+    text = "\n".join(lines) + "\n"
+    (HERE / "lift.md").write_text(text)
+    (HERE / "lift.json").write_text(json.dumps(record, indent=2) + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
