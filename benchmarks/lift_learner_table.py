@@ -26,6 +26,7 @@ SETTINGS = {
     "D": "A + gamma 0.95 + BC 0.4 without Q-filter",
     "E": "A without anti-windup (`--sim.max-windup-deg 0`, the twin before)",
     "F": "D with BC weight 1.0",
+    "G": "D with `--agent.actor-lr 1e-4`",
 }
 NAME = re.compile(r"^G([A-Z])-s(\d+)$")
 
