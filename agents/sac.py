@@ -278,10 +278,10 @@ class SAC:
         # Actor loss through the critics with detached weights, on detached features: the minimum of a
         # twin, the ensemble mean of more critics (REDQ).
         actor_features = features.detach()
+        actor_critic_in = self._critic_input(actor_features, privileged)
         mean, log_std = self.actor(actor_features)
         pi_action, log_prob = squash(mean, log_std, pi_noise)
-        q_all = self.critic(self._critic_input(actor_features, privileged), pi_action, detach_params=True)
-        q_pi = q_all.min(dim=0).values if self.cfg.num_critics <= 2 else q_all.mean(dim=0)
+        q_pi = self._policy_value(self.critic(actor_critic_in, pi_action, detach_params=True))
         actor_loss = (alpha * log_prob - q_pi).mean()
         bc_loss = torch.zeros((), device=self.device)
         if prior is not None:
@@ -290,12 +290,8 @@ class SAC:
             keep = prior
             if self.cfg.bc_q_filter:  # the policy's own action is its mode, not a noisy sample
                 with torch.no_grad():
-                    critic_in = self._critic_input(actor_features, privileged)
-                    q_data, q_mode = q.detach(), self.critic(critic_in, mode)
-                    if self.cfg.num_critics <= 2:
-                        q_data, q_mode = q_data.min(dim=0).values, q_mode.min(dim=0).values
-                    else:
-                        q_data, q_mode = q_data.mean(dim=0), q_mode.mean(dim=0)
+                    q_data = self._policy_value(q.detach())
+                    q_mode = self._policy_value(self.critic(actor_critic_in, mode))
                 keep = prior * (q_data > q_mode).float()
             squared = (mode - action).pow(2).sum(dim=-1)
             bc_loss = (keep * squared).sum() / prior.sum().clamp(min=1.0)
@@ -310,6 +306,11 @@ class SAC:
             [critic_loss, actor_loss, alpha_loss, alpha, -log_prob.mean(), q.mean(), aux_loss, bc_loss]
         ).detach()
         return loss, td.detach(), stats
+
+    def _policy_value(self, q: Tensor) -> Tensor:
+        """The value the actor maximises from the critics' [critics, B] estimates: the minimum of a twin,
+        the ensemble mean of more critics (REDQ)."""
+        return q.min(dim=0).values if self.cfg.num_critics <= 2 else q.mean(dim=0)
 
     def _privileged(self, obs: dict[str, Tensor]) -> Tensor | None:
         """The privileged part of the critics' input (asymmetric critic), or None without privileged keys."""

@@ -33,6 +33,16 @@ STATE_KEY = "state"
 PIXELS_PREFIX = "pixels/"
 
 
+def bound_windup(targets: np.ndarray, measured: np.ndarray, bound: float, arm: np.ndarray) -> np.ndarray:
+    """Joint targets with each arm joint's (``arm`` True) kept within ``bound`` of its ``measured`` position:
+    the anti-windup of joint-delta actions, the same on the twin (``SimConfig.max_windup_deg``) and on an arm
+    (``LeRobotEnv.delta_targets``). The gripper's target is left alone (its closing force is the gap).
+    ``bound`` 0: the targets unchanged. Keeps ``targets``' dtype."""
+    if bound <= 0:
+        return targets
+    return np.where(arm, np.clip(targets, measured - bound, measured + bound), targets).astype(targets.dtype)
+
+
 def pixel_key(camera: str) -> str:
     """Observation key of a camera's frames, e.g. ``pixel_key("front") == "pixels/front"``."""
     return f"{PIXELS_PREFIX}{camera}"

@@ -24,6 +24,7 @@ import numpy as np
 from gymnasium import spaces
 
 from robot.config import LeRobotEnvConfig
+from robot.contract import bound_windup
 from robot.errors import ActionError, RobotError
 from robot.estop import EmergencyStop
 from robot.frames import FrameProcessor
@@ -252,12 +253,10 @@ class LeRobotEnv(gym.Env):
         low = np.array([self.cfg.safety.joint_limits[k][0] for k in self.action_keys], dtype=np.float64)
         high = np.array([self.cfg.safety.joint_limits[k][1] for k in self.action_keys], dtype=np.float64)
         targets = last + step
-        bound = self.cfg.max_windup_deg
-        if bound > 0 and self._measured is not None:
-            for i, key in enumerate(self.action_keys):
-                if key != "gripper.pos":
-                    measured = self._measured[key]
-                    targets[i] = min(max(targets[i], measured - bound), measured + bound)
+        if self.cfg.max_windup_deg > 0 and self._measured is not None:
+            measured = np.array([self._measured[k] for k in self.action_keys], dtype=np.float64)
+            arm = np.array([k != "gripper.pos" for k in self.action_keys])
+            targets = bound_windup(targets, measured, self.cfg.max_windup_deg, arm)
         return np.clip(targets, low, high).astype(np.float32)
 
     def last_sent(self, caller: str = "last_sent") -> np.ndarray:

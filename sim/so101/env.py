@@ -10,7 +10,14 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from robot.contract import JOINT_KEYS, JOINT_NAMES, STATE_KEY, pixel_key, state_and_pixel_spaces
+from robot.contract import (
+    JOINT_KEYS,
+    JOINT_NAMES,
+    STATE_KEY,
+    bound_windup,
+    pixel_key,
+    state_and_pixel_spaces,
+)
 from sim.config import RandomizeConfig, SimConfig, joint_delta_scale
 from sim.errors import SimError
 from sim.randomization import (
@@ -57,6 +64,9 @@ EE_ACTION_NAMES: tuple[str, ...] = ("dx", "dy", "dz", "d_wrist_roll", "d_gripper
 EE_WORKSPACE_LOW_M = np.array([0.04, -0.28, 0.01])
 EE_WORKSPACE_HIGH_M = np.array([0.34, 0.28, 0.26])
 """ee_delta mode keeps the commanded tool centre point inside this box (base frame)."""
+
+_ARM_JOINTS = np.array([name != "gripper" for name in JOINT_NAMES])
+"""Which of ``JOINT_NAMES`` the anti-windup bound applies to: all but the gripper."""
 
 HOME_TCP_M = np.array([0.16, 0.0, 0.13])
 """Tool centre point of the home pose episodes start near (gripper 60 deg below horizontal)."""
@@ -200,9 +210,8 @@ class SO101Env(gymnasium.Env):
             targets = np.clip(self._targets + step, self._low, self._high)
             if self.cfg.max_windup_deg > 0:  # anti-windup: arm targets stay near the measured joints
                 measured = self.sim.joint_positions()
-                arm = np.array([measured[n] for n in JOINT_NAMES[:5]])
-                bound = self.cfg.max_windup_deg
-                targets[:5] = np.clip(targets[:5], arm - bound, arm + bound)
+                positions = np.array([measured[n] for n in JOINT_NAMES])
+                targets = bound_windup(targets, positions, self.cfg.max_windup_deg, _ARM_JOINTS)
         else:
             targets = self._ee_delta_targets(np.clip(array, -1.0, 1.0))
         self._targets = targets.astype(np.float32)
