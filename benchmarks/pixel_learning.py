@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -214,14 +215,22 @@ def sb3_worker(run: dict[str, Any]) -> None:
         evaluation(model.num_timesteps)
 
 
-def run_all(runs: list[dict[str, Any]], workers: int) -> None:
-    """Launch the runs' processes, ``workers`` at a time; each run gets its ``launch`` time and log."""
+def run_all(
+    runs: list[dict[str, Any]],
+    workers: int,
+    commands: dict[str, Callable[[dict[str, Any]], list[str]]] | None = None,
+) -> None:
+    """Launch the runs' processes, ``workers`` at a time; each run gets its ``launch`` time and log.
+
+    ``commands`` maps a run's ``learner`` to its command line (default: this file's ours and SB3).
+    """
+    commands = commands or {"ours": ours_command, "sb3": sb3_command}
     pending, active = list(runs), []
     while pending or active:
         while pending and len(active) < workers:
             run = pending.pop(0)
             run["launch"] = time.time()
-            cmd = ours_command(run) if run["learner"] == "ours" else sb3_command(run)
+            cmd = commands[run["learner"]](run)
             log = open(run["log"], "w")  # noqa: SIM115 (closed when the process ends)
             active.append(
                 (run, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=child_env()), log)
