@@ -35,6 +35,7 @@ from agents.config import IQLConfig
 from agents.encoders import ObservationEncoder, ObsSpec, is_pixel_key
 from agents.errors import AgentError
 from agents.networks import Actor, TwinCritic, action_bounds
+from agents.optim import make_adam
 from buffer.batch import Batch
 
 
@@ -93,7 +94,7 @@ class IQL:
                 {"params": [*self.critic.parameters(), *self.encoder.parameters()], "lr": cfg.critic_lr},
                 {"params": list(self.value.parameters()), "lr": cfg.value_lr},
             ]
-        self.optimizer = torch.optim.Adam(groups, fused=self.device.type in ("cpu", "cuda"))
+        self.optimizer = make_adam(groups, self.device)
         self._online: list[Tensor] = [*self.critic.parameters(), *self.encoder.pixel_encoders.parameters()]
         self._target: list[Tensor] = [
             *self.critic_target.parameters(),

@@ -36,6 +36,7 @@ from agents.config import SACConfig
 from agents.encoders import ObservationEncoder, ObsSpec, is_pixel_key, load_pixel_weights
 from agents.errors import AgentError
 from agents.networks import Actor, TwinCritic, action_bounds, sample_squashed, squash
+from agents.optim import make_adam
 from buffer.batch import Batch
 
 
@@ -104,7 +105,7 @@ class SAC:
         )
         self.target_entropy = float(-self.action_dim if cfg.target_entropy is None else cfg.target_entropy)
 
-        # One fused Adam over disjoint parameter groups (see the module docstring).
+        # One fused Adam (agents.optim.LeanAdam) over disjoint parameter groups (see the module docstring).
         groups: list[dict[str, Any]] = [
             {"params": list(self.actor.parameters()), "lr": cfg.actor_lr},
             {
@@ -118,7 +119,7 @@ class SAC:
         ]
         if cfg.autotune_alpha:
             groups.append({"params": [self.log_alpha], "lr": cfg.alpha_lr})
-        self.optimizer = torch.optim.Adam(groups, fused=self.device.type in ("cpu", "cuda"))
+        self.optimizer = make_adam(groups, self.device)
         self._online: list[Tensor] = list(self.critic.parameters())
         self._target: list[Tensor] = list(self.critic_target.parameters())
         self.num_updates = 0
