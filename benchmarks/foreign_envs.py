@@ -14,7 +14,10 @@ JSON (``--json PATH``): per task under ``tasks``: ``ours_return`` / ``sb3_return
 ``sb3_success`` (mean ± sd over seeds of the final evaluation), ``return_p`` (Welch's t-test of the final
 returns), ``ours_wall_s`` / ``sb3_wall_s`` (mean run time), and every run's curve under ``runs``.
 
-    .venv/bin/python benchmarks/foreign_envs.py --json results/bench/foreign_envs.json
+    .venv/bin/python benchmarks/foreign_envs.py --json results/foreign-envs/foreign_envs.json \\
+        --markdown results/foreign-envs/table.md
+    .venv/bin/python benchmarks/foreign_envs.py --table-from results/foreign-envs/foreign_envs.json \\
+        --markdown results/foreign-envs/table.md   # the table again, from a finished grid
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -163,6 +165,38 @@ def summarise(runs: list[dict[str, Any]], suite: str, task: str) -> dict[str, An
     return out
 
 
+def _pct(value: float | None, sd: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}% ± {100 * (sd or 0.0):.0f}%"
+
+
+def _ret(value: float | None, sd: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} ± {sd or 0.0:.1f}"
+
+
+def table(result: dict[str, Any]) -> str:
+    """The README table of a finished grid: one row per task, ours against SB3 at the same budget."""
+    details = result["details"]
+    lines = [
+        f"Budget {details['steps']:,} env steps per run; seeds {', '.join(map(str, details['seeds']))}; "
+        f"{details['eval_episodes']} evaluation episodes; commit {details['git_commit']}, "
+        f"{details['cpu_model']} ({details['cpu_count']} cores, {details['workers']} runs at a time).",
+        "",
+        "| task | return at budget: ours | SB3 | p (Welch t, returns) | success: ours | SB3 | "
+        "wall s per run: ours | SB3 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in result["tasks"]:
+        p = "-" if row["return_p"] is None else f"{row['return_p']:.2g}"
+        walls = [f"{row[k]:.0f}" if row[k] is not None else "-" for k in ("ours_wall_s", "sb3_wall_s")]
+        lines.append(
+            f"| {row['suite']} {row['task']} | {_ret(row['ours_return'], row['ours_return_sd'])} | "
+            f"{_ret(row['sb3_return'], row['sb3_return_sd'])} | {p} | "
+            f"{_pct(row['ours_success'], row['ours_success_sd'])} | "
+            f"{_pct(row['sb3_success'], row['sb3_success_sd'])} | {walls[0]} | {walls[1]} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one seed, 2,000 steps per task")
@@ -179,10 +213,19 @@ def main() -> int:
     )
     parser.add_argument("--workers", type=int, default=2, help="runs at a time (one core each)")
     parser.add_argument("--work-dir", type=Path, default=None, help="where runs go (default: a temp dir)")
+    parser.add_argument("--markdown", type=Path, default=None, help="write the results table here")
+    parser.add_argument(
+        "--table-from", type=Path, default=None, help="only write --markdown from this finished grid's JSON"
+    )
     parser.add_argument("--sb3-worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sb3_worker is not None:
         sb3_worker(json.loads(args.sb3_worker))
+        return 0
+    if args.table_from is not None:
+        if args.markdown is None:
+            parser.error("--table-from needs --markdown PATH")
+        args.markdown.write_text(table(json.loads(args.table_from.read_text())))
         return 0
     seeds = args.seeds or ([0] if args.quick else [0, 1, 2])
     steps = args.steps or (2000 if args.quick else 20_000)
@@ -236,13 +279,16 @@ def main() -> int:
             "workers": args.workers,
             "load_average_at_start": load,
             "git_commit": git_commit(),
-            "cpu_model": platform.processor() or cpu_model(),
+            "cpu_model": cpu_model(),
             "cpu_count": os.cpu_count(),
         },
     }
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2))
+    if args.markdown is not None:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(table(result))
     if failed:
         print(f"failed runs: {failed} (logs in {work})", file=sys.stderr)
         return 1

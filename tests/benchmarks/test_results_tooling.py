@@ -147,3 +147,34 @@ def test_lift_learner_table_groups_runs_by_setting_and_tests_against_a(tmp_path)
     p = float(d_row.split("|")[6])
     assert 0.0 < p < 0.05  # Welch's t-test of D's finals against A's
     assert a_row.split("|")[5].strip() == "27%"  # mean of 0, 50% and the final (the repeat counted once)
+
+
+def test_foreign_envs_compares_final_returns_per_task_and_writes_the_table():
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # foreign_envs reuses pixel_learning's process runner
+    try:
+        foreign = load("foreign_envs")
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+    def fake(learner, seed, final_return, success):
+        curve = [{"step": 500.0, "wall_s": 5.0, "success": 0.0, "return": -200.0},
+                 {"step": 1000.0, "wall_s": 9.0, "success": success, "return": final_return}]  # fmt: skip
+        return {"learner": learner, "suite": "metaworld", "task": "push-v3", "seed": seed,
+                "end_s": 10.0 + seed, "returncode": 0, "curve": curve}  # fmt: skip
+
+    runs = [fake("ours", 0, -100.0, 0.5), fake("ours", 1, -120.0, 0.0), fake("sb3", 0, -190.0, 0.0),
+            fake("sb3", 1, -180.0, 0.0), {**fake("sb3", 2, 0.0, 1.0), "curve": []}]  # fmt: skip
+    row = foreign.summarise(runs, "metaworld", "push-v3")
+    assert row["ours_return"] == pytest.approx(-110.0) and row["sb3_return"] == pytest.approx(-185.0)
+    assert row["ours_success"] == pytest.approx(0.25) and row["sb3_seeds"] == 2  # a run without a curve
+    assert 0.0 < row["return_p"] < 0.1
+    details = {"steps": 1000, "seeds": [0, 1], "eval_episodes": 2, "git_commit": "abc", "cpu_model": "cpu",
+               "cpu_count": 2, "workers": 2}  # fmt: skip
+    text = foreign.table({"tasks": [row], "details": details})
+    assert "| metaworld push-v3 | -110.0 ± 14.1 | -185.0 ± 7.1 |" in text and "25% ± 35%" in text
+    command = foreign.ours_command(
+        {**runs[0], "steps": 1000, "eval_every": 500, "eval_episodes": 2, "dir": "d"}
+    )
+    joined = " ".join(command)
+    assert "--sim.suite metaworld --sim.task push-v3" in joined and "--agent.hidden-dims 256 256" in joined
+    assert "--policy-obs state" in joined and "--batch-size 256" in joined
