@@ -109,6 +109,30 @@ def check_policy_fits(policy_obs: dict[str, tuple[tuple[int, ...], np.dtype]], e
             )
 
 
+def adopt_trained(
+    changes: dict[str, Any],
+    name: str,
+    given: Any,
+    default: Any,
+    trained: Any,
+    source: str,
+    trained_as: str,
+    option: str,
+    owner: str,
+) -> None:
+    """A setting the policy was trained with, for a robot ``--env`` option: left at its ``default``, the
+    option takes the ``trained`` value (``changes[name]``); given as something else, ConfigError naming both
+    ("{source} was trained {trained_as}, not {option} {given} (leave it out to use the {owner}'s)")."""
+    if given == trained:
+        return
+    if given != default:
+        shown = f"{given:g}" if isinstance(given, float) else str(given)
+        raise ConfigError(
+            f"{source} was trained {trained_as}, not {option} {shown} (leave it out to use the {owner}'s)"
+        )
+    changes[name] = trained
+
+
 def write_config(cfg: Any, out_dir: Path) -> None:
     """Write the resolved config as ``out_dir/config.json``."""
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -31,6 +31,7 @@ from sim.config import joint_delta_scale
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines.common import (
     RobotEnvConfig,
+    adopt_trained,
     check_policy_fits,
     make_robot_env,
     write_config,
@@ -107,13 +108,9 @@ def fit_to_policy(cfg: Config, run: dict[str, Any], reads_pixels: bool) -> Confi
     if reads_pixels and cfg.robot.cameras == defaults.robot.cameras and cfg.robot.cameras != cameras:
         changes["robot"] = replace(cfg.robot, cameras=cameras)
     size = run.get("image_size")
-    if reads_pixels and size is not None and cfg.env.image_size != size:
-        if cfg.env.image_size != env_defaults.image_size:
-            raise ConfigError(
-                f"{source} was trained on {size} px frames, not --env.image-size {cfg.env.image_size} "
-                "(leave it out to use the policy's)"
-            )
-        env_changes["image_size"] = size
+    if reads_pixels and size is not None:
+        adopt_trained(env_changes, "image_size", cfg.env.image_size, env_defaults.image_size, size, source,
+                      f"on {size} px frames", "--env.image-size", "policy")  # fmt: skip
     calibration = dict(run.get("camera_calibration") or {})
     if reads_pixels and calibration:
         given = cfg.env.camera_calibration
@@ -140,13 +137,8 @@ def fit_to_policy(cfg: Config, run: dict[str, Any], reads_pixels: bool) -> Confi
     # The dynamics the policy learned: its own anti-windup bound. A policy file from before the bound was
     # recorded says nothing: unbounded, unless --env.max-windup-deg is given.
     windup = float(run.get("max_windup_deg", cfg.env.max_windup_deg)) if mode == "delta" else 0.0
-    if windup != cfg.env.max_windup_deg:
-        if cfg.env.max_windup_deg != env_defaults.max_windup_deg:
-            raise ConfigError(
-                f"{source} was trained with --sim.max-windup-deg {windup:g}, not --env.max-windup-deg "
-                f"{cfg.env.max_windup_deg:g} (leave it out to use the policy's)"
-            )
-        env_changes["max_windup_deg"] = windup
+    adopt_trained(env_changes, "max_windup_deg", cfg.env.max_windup_deg, env_defaults.max_windup_deg, windup,
+                  source, f"with --sim.max-windup-deg {windup:g}", "--env.max-windup-deg", "policy")  # fmt: skip
     if env_changes:
         changes["env"] = replace(cfg.env, **env_changes)
     return replace(cfg, **changes) if changes else cfg

@@ -71,6 +71,7 @@ from vlmrl.errors import ConfigError
 from vlmrl.learner import Learner, LoopState, UpdatePlan
 from vlmrl.pipelines.common import (
     RobotEnvConfig,
+    adopt_trained,
     check_policy_fits,
     make_robot_env,
     open_episode_store,
@@ -218,20 +219,12 @@ def fit_to_sim_run(cfg: Config, train: Any) -> Config:
         )
     defaults, changes = LeRobotEnvConfig(), {}
     windup = float(sim.max_windup_deg) if sim.action_mode == "delta" else 0.0
-    if cfg.env.max_windup_deg != windup:
-        if cfg.env.max_windup_deg != defaults.max_windup_deg:
-            raise ConfigError(
-                f"{cfg.from_run} was trained with --sim.max-windup-deg {windup:g}, not --env.max-windup-deg "
-                f"{cfg.env.max_windup_deg:g} (leave it out to use the run's)"
-            )
-        changes["max_windup_deg"] = windup
-    if sim.cameras and cfg.env.image_size != sim.image_size:
-        if cfg.env.image_size != defaults.image_size:
-            raise ConfigError(
-                f"{cfg.from_run} was trained on {sim.image_size} px frames, not --env.image-size "
-                f"{cfg.env.image_size} (leave it out to use the run's)"
-            )
-        changes["image_size"] = sim.image_size
+    source = str(cfg.from_run)
+    adopt_trained(changes, "max_windup_deg", cfg.env.max_windup_deg, defaults.max_windup_deg, windup, source,
+                  f"with --sim.max-windup-deg {windup:g}", "--env.max-windup-deg", "run")  # fmt: skip
+    if sim.cameras:
+        adopt_trained(changes, "image_size", cfg.env.image_size, defaults.image_size, sim.image_size, source,
+                      f"on {sim.image_size} px frames", "--env.image-size", "run")  # fmt: skip
     return dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, **changes)) if changes else cfg
 
 
