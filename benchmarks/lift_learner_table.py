@@ -27,6 +27,7 @@ SETTINGS = {
     "E": "A without anti-windup (`--sim.max-windup-deg 0`, the twin before)",
     "F": "D with BC weight 1.0",
     "G": "D with `--agent.actor-lr 1e-4`",
+    "H": "D with `--agent.utd-ratio 2`",
 }
 NAME = re.compile(r"^G([A-Z])-s(\d+)$")
 
