@@ -94,6 +94,10 @@ class SACConfig:
     """Clone a prior action only where the critics value it above the policy's own action (the Q-filter of
     Nair et al. 2018, "Overcoming Exploration in RL with Demonstrations"): a policy that has outgrown the
     demonstrations is no longer pulled back to them."""
+    actor_ema: float = 0.0
+    """Polyak rate of an averaged copy of the actor, updated after each actor step; deterministic acting
+    (evaluation) and export use the copy, exploration the actor itself. It smooths the policy's
+    update-to-update swings the way target critics smooth Q. 0: off (the actor is evaluated and exported)."""
     seed: int = 0
     """Seed of network initialisation and of the agent's own sampling (actions, augmentation)."""
     device: str = "cpu"

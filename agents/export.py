@@ -41,7 +41,8 @@ class Policy(nn.Module):
     def __init__(self, sac: Agent) -> None:
         super().__init__()
         self.encoder = copy.deepcopy(sac.encoder).eval()
-        self.actor = copy.deepcopy(sac.actor).eval()
+        # SAC's averaged actor when it keeps one (``actor_ema``); IQL has only its actor
+        self.actor = copy.deepcopy(getattr(sac, "eval_actor", sac.actor)).eval()
         self.register_buffer("action_low", sac.action_low.detach().clone().cpu())
         self.register_buffer("action_high", sac.action_high.detach().clone().cpu())
         spec = actor_obs_spec(sac)

@@ -79,4 +79,5 @@ def load_iql_into_sac(sac: Any, iql_state: dict[str, Any], iql_bounds: tuple[Any
             state[name] = iql_state[name]
         except KeyError:
             raise AgentError(f"the offline agent's state has no {name!r}: not an IQL state_dict") from None
+    state.pop("eval_actor", None)  # an averaged actor (SACConfig.actor_ema) starts at the offline actor
     sac.load_state_dict(state)

@@ -59,6 +59,8 @@ class SAC:
         low, high = action_bounds(action_space, "SAC")
         if cfg.utd_ratio < 1 or not 0.0 < cfg.tau <= 1.0 or cfg.init_alpha <= 0.0:
             raise AgentError("SACConfig needs utd_ratio >= 1, 0 < tau <= 1 and init_alpha > 0")
+        if not 0.0 <= cfg.actor_ema <= 1.0:
+            raise AgentError(f"SACConfig needs 0 <= actor_ema <= 1, got {cfg.actor_ema}")
         if cfg.bc_weight < 0.0:
             raise AgentError(f"SACConfig needs bc_weight >= 0, got {cfg.bc_weight}")
         if cfg.privileged_aux_weight < 0.0:
@@ -95,6 +97,12 @@ class SAC:
         self.actor.to(self.device)
         self.critic.to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.eval_actor = self.actor
+        """What deterministic acting and export use: the actor, or its Polyak average (``actor_ema``)."""
+        if cfg.actor_ema > 0.0:
+            self.eval_actor = copy.deepcopy(self.actor).requires_grad_(False)
+        self._actor_params: list[Tensor] = list(self.actor.parameters())
+        self._eval_actor_params: list[Tensor] = list(self.eval_actor.parameters())
         # Auxiliary head: actor features -> normalised privileged state (only where both exist and the
         # encoder learns; a robot run without privileged keys simply has none).
         self.privileged_head: nn.Linear | None = None
@@ -165,7 +173,7 @@ class SAC:
             tensors = {k: v.unsqueeze(0) for k, v in tensors.items()}
         features = self.encoder(tensors)
         if deterministic:
-            unit = self.actor.deterministic(features)
+            unit = self.eval_actor.deterministic(features)
         else:
             mean, log_std = self.actor(features)
             unit, _ = sample_squashed(mean, log_std, generator=self.generator)
@@ -212,6 +220,8 @@ class SAC:
         self.optimizer.step()
         with torch.no_grad():
             torch._foreach_lerp_(self._target, self._online, self.cfg.tau)
+            if self.eval_actor is not self.actor and train_actor:
+                torch._foreach_lerp_(self._eval_actor_params, self._actor_params, self.cfg.actor_ema)
         self.num_updates += 1
 
         names = (
@@ -341,6 +351,8 @@ class SAC:
         }
         if self.privileged_head is not None:
             state["privileged_head"] = self.privileged_head.state_dict()
+        if self.eval_actor is not self.actor:
+            state["eval_actor"] = self.eval_actor.state_dict()
         # A copy, so the snapshot neither changes as training goes on nor shares optimizer moments
         # with an agent that loads it (Optimizer.load_state_dict may keep the given tensors).
         return copy.deepcopy(state)
@@ -354,6 +366,10 @@ class SAC:
                     encoder_state.setdefault(f"privileged_normalizer.{name}", value)
             self.encoder.load_state_dict(encoder_state)
             self.actor.load_state_dict(state["actor"])
+            if (
+                self.eval_actor is not self.actor
+            ):  # a state without one (another agent's) starts it at the actor
+                self.eval_actor.load_state_dict(state.get("eval_actor", state["actor"]))
             self.critic.load_state_dict(state["critic"])
             self.critic_target.load_state_dict(state["critic_target"])
             if self.privileged_head is not None:
