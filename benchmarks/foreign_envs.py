@@ -16,8 +16,8 @@ returns), ``ours_wall_s`` / ``sb3_wall_s`` (mean run time), and every run's curv
 
     .venv/bin/python benchmarks/foreign_envs.py --json results/foreign-envs/foreign_envs.json \\
         --markdown results/foreign-envs/table.md
-    .venv/bin/python benchmarks/foreign_envs.py --table-from results/foreign-envs/foreign_envs.json \\
-        --markdown results/foreign-envs/table.md   # the table again, from a finished grid
+    .venv/bin/python benchmarks/foreign_envs.py --table-from results/foreign-envs/*.json \\
+        --markdown results/foreign-envs/table.md   # the table again, from finished grids
 """
 
 from __future__ import annotations
@@ -173,27 +173,32 @@ def _ret(value: float | None, sd: float | None) -> str:
     return "-" if value is None else f"{value:.1f} ± {sd or 0.0:.1f}"
 
 
-def table(result: dict[str, Any]) -> str:
-    """The README table of a finished grid: one row per task, ours against SB3 at the same budget."""
-    details = result["details"]
+def table(results: list[dict[str, Any]]) -> str:
+    """The README table of finished grids: one row per task, ours against SB3 at the same budget."""
+    first = results[0]["details"]
     lines = [
-        f"Budget {details['steps']:,} env steps per run; seeds {', '.join(map(str, details['seeds']))}; "
-        f"{details['eval_episodes']} evaluation episodes; commit {details['git_commit']}, "
-        f"{details['cpu_model']} ({details['cpu_count']} cores, {details['workers']} runs at a time).",
+        f"Seeds {', '.join(map(str, first['seeds']))}; {first['eval_episodes']} evaluation episodes per "
+        f"evaluation; {first['cpu_model']} ({first['cpu_count']} cores, {first['workers']} runs at a time). "
+        "Return: the episode's sum of `--sim.reward shaped` (progress - 1 per step, 200 steps: -200 is no "
+        "progress at all).",
         "",
-        "| task | return at budget: ours | SB3 | p (Welch t, returns) | success: ours | SB3 | "
-        "wall s per run: ours | SB3 |",
-        "|---|---|---|---|---|---|---|---|",
+        "| task | budget (env steps) | return at budget: ours | SB3 | p (Welch t, returns) | success: ours | "
+        "SB3 | wall s per run: ours | SB3 | commit |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for row in result["tasks"]:
-        p = "-" if row["return_p"] is None else f"{row['return_p']:.2g}"
-        walls = [f"{row[k]:.0f}" if row[k] is not None else "-" for k in ("ours_wall_s", "sb3_wall_s")]
-        lines.append(
-            f"| {row['suite']} {row['task']} | {_ret(row['ours_return'], row['ours_return_sd'])} | "
-            f"{_ret(row['sb3_return'], row['sb3_return_sd'])} | {p} | "
-            f"{_pct(row['ours_success'], row['ours_success_sd'])} | "
-            f"{_pct(row['sb3_success'], row['sb3_success_sd'])} | {walls[0]} | {walls[1]} |"
-        )
+    for result in results:
+        details = result["details"]
+        for row in result["tasks"]:
+            p = "-" if row["return_p"] is None else f"{row['return_p']:.2g}"
+            walls = [f"{row[k]:.0f}" if row[k] is not None else "-" for k in ("ours_wall_s", "sb3_wall_s")]
+            lines.append(
+                f"| {row['suite']} {row['task']} | {details['steps']:,} | "
+                f"{_ret(row['ours_return'], row['ours_return_sd'])} | "
+                f"{_ret(row['sb3_return'], row['sb3_return_sd'])} | {p} | "
+                f"{_pct(row['ours_success'], row['ours_success_sd'])} | "
+                f"{_pct(row['sb3_success'], row['sb3_success_sd'])} | {walls[0]} | {walls[1]} | "
+                f"{details['git_commit'][:7]} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -215,7 +220,11 @@ def main() -> int:
     parser.add_argument("--work-dir", type=Path, default=None, help="where runs go (default: a temp dir)")
     parser.add_argument("--markdown", type=Path, default=None, help="write the results table here")
     parser.add_argument(
-        "--table-from", type=Path, default=None, help="only write --markdown from this finished grid's JSON"
+        "--table-from",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="only write --markdown, from these finished grids' JSON files",
     )
     parser.add_argument("--sb3-worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -225,7 +234,7 @@ def main() -> int:
     if args.table_from is not None:
         if args.markdown is None:
             parser.error("--table-from needs --markdown PATH")
-        args.markdown.write_text(table(json.loads(args.table_from.read_text())))
+        args.markdown.write_text(table([json.loads(path.read_text()) for path in args.table_from]))
         return 0
     seeds = args.seeds or ([0] if args.quick else [0, 1, 2])
     steps = args.steps or (2000 if args.quick else 20_000)
@@ -288,7 +297,7 @@ def main() -> int:
         args.json.write_text(json.dumps(result, indent=2))
     if args.markdown is not None:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(table(result))
+        args.markdown.write_text(table([result]))
     if failed:
         print(f"failed runs: {failed} (logs in {work})", file=sys.stderr)
         return 1

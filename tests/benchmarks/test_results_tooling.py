@@ -170,8 +170,8 @@ def test_foreign_envs_compares_final_returns_per_task_and_writes_the_table():
     assert 0.0 < row["return_p"] < 0.1
     details = {"steps": 1000, "seeds": [0, 1], "eval_episodes": 2, "git_commit": "abc", "cpu_model": "cpu",
                "cpu_count": 2, "workers": 2}  # fmt: skip
-    text = foreign.table({"tasks": [row], "details": details})
-    assert "| metaworld push-v3 | -110.0 ± 14.1 | -185.0 ± 7.1 |" in text and "25% ± 35%" in text
+    text = foreign.table([{"tasks": [row], "details": details}])
+    assert "| metaworld push-v3 | 1,000 | -110.0 ± 14.1 | -185.0 ± 7.1 |" in text and "25% ± 35%" in text
     command = foreign.ours_command(
         {**runs[0], "steps": 1000, "eval_every": 500, "eval_episodes": 2, "dir": "d"}
     )
