@@ -120,6 +120,12 @@ EXPERIMENTS = (
         "table.md",
         "README.md",
     ),
+    (
+        "The learner on robosuite and Meta-World: our SAC vs SB3 SAC, state, same budget (issue #13)",
+        "foreign-envs",
+        "table.md",
+        "README.md",
+    ),
     ("Code as Reward on twin lift (issue #17)", "car", "results.md", "README.md"),
     (
         "Offline RL from VLM-labelled recordings: RG-VLM on the twin (issue #16)",
