@@ -168,7 +168,8 @@ class TrainConfig:
     """Show the rich progress bar."""
     demo: bool = False
     """The embedded demo (`make demo`): the defaults plus 25 scripted demonstrations in the buffer, a LayerNorm
-    critic and 20,000 steps (each only where you left that option at its default)."""
+    critic, behaviour cloning on them (weight 0.4, no Q-filter), discount 0.95 and 20,000 steps: the lift
+    learner's recipe (results/lift-learner, setting D), each only where you left that option at its default."""
     offline: Path | None = None
     """Offline RL instead of simulation: IQL (or ``--iql.bc``) on these recorded episodes, a vlmrl zarr
     store (``vlmrl record``) or a LeRobotDataset (vlmrl/offline.py). ``total_steps``, ``eval_every_steps``

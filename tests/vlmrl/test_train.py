@@ -407,9 +407,19 @@ def test_the_demo_adds_demonstrations_a_layernorm_critic_and_its_budget_unless_t
 
     cfg = demo_config(TrainConfig(demo=True))
     assert (cfg.demo_episodes, cfg.total_steps, cfg.agent.layer_norm) == (25, 20_000, True)
+    assert (cfg.agent.bc_weight, cfg.agent.bc_q_filter, cfg.buffer.gamma) == (0.4, False, 0.95)
     assert cfg.sim.task == "lift" and cfg.replay == "vlm"
     mine = demo_config(TrainConfig(demo=True, total_steps=5_000, demo_episodes=3))
     assert (mine.demo_episodes, mine.total_steps, mine.agent.layer_norm) == (3, 5_000, True)
+    base = TrainConfig(demo=True)
+    told = demo_config(
+        dataclasses.replace(
+            base,
+            agent=dataclasses.replace(base.agent, bc_weight=1.0),
+            buffer=dataclasses.replace(base.buffer, gamma=0.9),
+        )
+    )
+    assert (told.agent.bc_weight, told.agent.bc_q_filter, told.buffer.gamma) == (1.0, True, 0.9)
 
 
 def test_checkpoints_naming_the_config_classes_where_they_used_to_live_still_load(

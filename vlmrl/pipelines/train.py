@@ -144,8 +144,9 @@ def run(cfg: TrainConfig, scorer: Any = None, env_factory: Any = None) -> RunRes
         )
     if cfg.demo:
         print(
-            f"vlmrl train --demo: SO-101 twin {cfg.sim.task}, sparse reward, {cfg.demo_episodes} scripted demonstrations, "
-            f"{cfg.total_steps:,} steps, oracle scorer (privileged sim progress, not a VLM); about 3-6 min on 2 cores"
+            f"vlmrl train --demo: SO-101 twin {cfg.sim.task}, sparse reward, {cfg.demo_episodes} scripted demonstrations "
+            f"(cloned with weight {cfg.agent.bc_weight:g}), discount {cfg.buffer.gamma:g}, {cfg.total_steps:,} steps, "
+            "oracle scorer (privileged sim progress, not a VLM); about 3-6 min on 2 cores"
         )
     print(
         f"vlmrl train: run directory {trainer.run_dir} (live curves: tensorboard --logdir {trainer.run_dir / 'tb'})"
@@ -184,6 +185,7 @@ def actors_on_resume(given: TrainConfig, saved: TrainConfig) -> dict[str, Any]:
 
 
 DEMO_EPISODES, DEMO_STEPS = 25, 20_000
+DEMO_BC_WEIGHT, DEMO_GAMMA = 0.4, 0.95
 """`--demo`: demonstrations and budget (lift with a sparse reward is not learned without demonstrations)."""
 
 
@@ -195,6 +197,17 @@ def demo_config(cfg: TrainConfig) -> TrainConfig:
         changes["demo_episodes"] = DEMO_EPISODES
     if cfg.total_steps == defaults.total_steps:
         changes["total_steps"] = DEMO_STEPS
+    agent: dict[str, Any] = {}
     if cfg.agent.layer_norm == defaults.agent.layer_norm:
-        changes["agent"] = dataclasses.replace(cfg.agent, layer_norm=True)
+        agent["layer_norm"] = True
+    # The lift learner's recipe (results/lift-learner: setting D): clone the demonstrations, shorter horizon.
+    if (
+        cfg.agent.bc_weight == defaults.agent.bc_weight
+        and cfg.agent.bc_q_filter == defaults.agent.bc_q_filter
+    ):
+        agent.update(bc_weight=DEMO_BC_WEIGHT, bc_q_filter=False)
+    if agent:
+        changes["agent"] = dataclasses.replace(cfg.agent, **agent)
+    if cfg.buffer.gamma == defaults.buffer.gamma:
+        changes["buffer"] = dataclasses.replace(cfg.buffer, gamma=DEMO_GAMMA)
     return dataclasses.replace(cfg, **changes)
