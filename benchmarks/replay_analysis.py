@@ -41,6 +41,11 @@ def setting(row: dict) -> tuple[str, str, float, float]:
     return task, mode, float(row["noise"]), float(row["aux_weight"])
 
 
+def variant_of(mode: str) -> str:
+    """The variant in a setting's mode (``vlm[strong]`` -> ``strong``; ``""`` for none)."""
+    return mode.partition("[")[2].rstrip("]")
+
+
 def task_title(task: str) -> str:
     task, ln = (task[: -len("-ln")], True) if task.endswith("-ln") else (task, False)
     name, _, demos = task.partition("-demos")
@@ -52,7 +57,7 @@ def task_title(task: str) -> str:
 
 
 def label(mode: str, noise: float, aux: float) -> str:
-    if mode in ("uniform", "per"):
+    if mode.split("[")[0] in ("uniform", "per"):
         return mode
     return f"{mode} noise={noise:g}" + (f" aux={aux:g}" if aux else "")
 
@@ -107,13 +112,17 @@ def analyse(rows: list[dict]) -> dict:
         groups[setting(row)].append(row)
     summary: dict[str, dict] = {}
     for task in sorted({k[0] for k in groups}):
-        uniform = groups.get((task, "uniform", 0.0, 0.0))
-        u_steps, u_curve, _ = mean_curve(uniform) if uniform else (None, None, None)
-        u_final = float(u_curve[-1]) if u_curve is not None else float("nan")
-        u_reach = steps_to_reach(u_steps, u_curve, u_final) if uniform else float("nan")
-        u_finals = [r["final_success"] for r in uniform] if uniform else []
+        baselines = {}  # variant -> uniform replay's figures: a variant's own uniform runs, else plain uniform
+        for key in sorted(k for k in groups if k[0] == task and k[1].split("[")[0] == "uniform"):
+            uniform = groups[key]
+            u_steps, u_curve, _ = mean_curve(uniform)
+            u_final = float(u_curve[-1])
+            u_finals = [r["final_success"] for r in uniform]
+            baselines[variant_of(key[1])] = (u_final, steps_to_reach(u_steps, u_curve, u_final), u_finals)
+        plain = baselines.get("", next(iter(baselines.values()), (float("nan"), float("nan"), [])))
         entries = {}
         for key in sorted((k for k in groups if k[0] == task), key=lambda k: (k[1], k[2], k[3])):
+            u_final, u_reach, u_finals = baselines.get(variant_of(key[1]), plain)
             steps, curve, half = mean_curve(groups[key])
             finals = [r["final_success"] for r in groups[key]]
             shares = [r["demo_share"] for r in groups[key] if r.get("demo_share") is not None]
@@ -127,10 +136,10 @@ def analyse(rows: list[dict]) -> dict:
                 "step_saving_vs_uniform": None if math.isnan(reach) or math.isnan(u_reach) else 1 - reach / u_reach,
                 "demo_share_mean": float(np.mean(shares)) if shares else None,
                 "mean_success_over_evals": float(curve.mean()) if len(curve) else float("nan"),
-                "p_vs_uniform": welch_p(finals, u_finals) if key[1] != "uniform" else None,
+                "p_vs_uniform": welch_p(finals, u_finals) if key[1].split("[")[0] != "uniform" else None,
                 "curve": {"steps": steps.tolist(), "mean": curve.tolist(), "ci95": half.tolist()},
             }  # fmt: skip
-        summary[task] = {"uniform_final_success": u_final, "settings": entries}
+        summary[task] = {"uniform_final_success": plain[0], "settings": entries}
     return summary
 
 

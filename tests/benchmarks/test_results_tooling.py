@@ -60,6 +60,28 @@ def test_analysis_compares_each_setting_with_uniform():
     assert "| vlm noise=0.2 | 2 | 4,000 | 70% ± 10% | +40% | 2,000 | +50% | 50% |" in table
 
 
+def test_a_variant_is_compared_with_its_own_uniform_runs_and_plain_uniform_otherwise():
+    def variant(row, name):
+        return {**row, "variant": name, "name": row["name"] + name}
+
+    rows = [
+        run("uniform", 0.0, 0, [0.0, 0.2, 0.4, 0.5]),
+        run("uniform", 0.0, 1, [0.0, 0.2, 0.4, 0.5]),
+        variant(run("uniform", 0.0, 0, [0.1, 0.4, 0.6, 0.8]), "D"),
+        variant(run("uniform", 0.0, 1, [0.1, 0.4, 0.6, 0.8]), "D"),
+        variant(run("vlm", 0.0, 0, [0.2, 0.6, 0.8, 0.8]), "D"),
+        variant(run("vlm", 0.0, 1, [0.2, 0.6, 0.8, 0.8]), "D"),
+        variant(run("per", 0.0, 0, [0.0, 0.2, 0.4, 0.5]), "D"),
+        variant(run("vlm", 0.2, 0, [0.0, 0.5, 0.5, 1.0]), "strong"),  # no uniform[strong]: plain uniform
+    ]
+    settings = analysis.analyse(rows)["lift"]["settings"]
+    assert settings["vlm[D] noise=0"]["success_gain_vs_uniform"] == pytest.approx(0.0)  # against uniform[D]
+    assert settings["vlm[D] noise=0"]["steps_to_uniform_final"] == pytest.approx(3000.0)
+    assert settings["per[D]"]["success_gain_vs_uniform"] == pytest.approx(-0.375)
+    assert settings["uniform[D]"]["p_vs_uniform"] is None and "uniform[D]" in settings
+    assert settings["vlm[strong] noise=0.2"]["success_gain_vs_uniform"] == pytest.approx(1.0)  # 1.0 vs 0.5
+
+
 def test_runs_with_demonstrations_are_their_own_variant_with_the_replayed_demo_share():
     plain = [run("uniform", 0.0, 0, [0.0, 0.0, 0.0, 0.0])]
     demos = [
