@@ -28,6 +28,7 @@ SETTINGS = {
     "F": "D with BC weight 1.0",
     "G": "D with `--agent.actor-lr 1e-4`",
     "H": "D with `--agent.utd-ratio 2`",
+    "I": "D with `--agent.actor-ema 0.005` (the averaged actor is evaluated)",
 }
 NAME = re.compile(r"^G([A-Z])-s(\d+)$")
 
