@@ -121,6 +121,12 @@ EXPERIMENTS = (
         "README.md",
     ),
     (
+        "VLM-guided replay on top of the lift learner's recipe D: twin lift, 25 demos, 20k steps (issue #13)",
+        "replay-recipe-d",
+        "results.md",
+        "notes.md",
+    ),
+    (
         "The learner on robosuite and Meta-World: our SAC vs SB3 SAC, state, same budget (issue #13)",
         "foreign-envs",
         "table.md",

@@ -1,1 +1,1 @@
-python benchmarks/sac_vs_sb3.py --quick --json results/bench/sac_vs_sb3.json
+python benchmarks/sac_vs_sb3.py --json results/bench/sac_vs_sb3.json
