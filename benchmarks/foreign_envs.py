@@ -28,12 +28,11 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pixel_learning import git_commit, run_all
+from pixel_learning import git_commit, learn_with_evaluations, ours_curve, run_all
 
 HIDDEN = (256, 256)
 BATCH = 256
@@ -57,36 +56,14 @@ def sb3_command(run: dict[str, Any]) -> list[str]:
     return [sys.executable, __file__, "--sb3-worker", json.dumps(run)]
 
 
-def ours_curve(run_dir: str, launch: float) -> list[dict[str, float]]:
-    """Evaluations of a finished `vlmrl train` run: env step, seconds since launch, success, return."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    events = EventAccumulator(str(Path(run_dir) / "tb"))
-    events.Reload()
-    if "eval/success_rate" not in events.Tags()["scalars"]:
-        return []
-    returns = {e.step: e.value for e in events.Scalars("eval/return")}
-    return [
-        {
-            "step": float(e.step),
-            "wall_s": e.wall_time - launch,
-            "success": float(e.value),
-            "return": float(returns[e.step]),
-        }
-        for e in events.Scalars("eval/success_rate")
-    ]
-
-
 def sb3_worker(run: dict[str, Any]) -> None:
     """One SB3 SAC run (this file re-invoked with ``--sb3-worker``): writes its curve to ``run["out"]``."""
     import torch
     from stable_baselines3 import SAC as SB3SAC
-    from stable_baselines3.common.callbacks import BaseCallback
 
     from sim import make_env
     from sim.config import SimConfig
     from sim.wrappers import SB3Keys
-    from vlmrl.evaluation import eval_seeds, evaluate
     from vlmrl.train_config import TrainConfig
 
     torch.set_num_threads(1)
@@ -108,33 +85,7 @@ def sb3_worker(run: dict[str, Any]) -> None:
         seed=run["seed"],
         device="cpu",
     )
-    curve: list[dict[str, float]] = []
-
-    def evaluation(step: int) -> None:
-        result = evaluate(
-            eval_env,
-            lambda obs: model.predict(obs, deterministic=True)[0],
-            eval_seeds(run["seed"], run["eval_episodes"]),
-        )
-        curve.append(
-            {
-                "step": float(step),
-                "wall_s": time.time() - run["launch"],
-                "success": result.success_rate,
-                "return": result.mean_return,
-            }
-        )
-        Path(run["out"]).write_text(json.dumps(curve))
-
-    class Every(BaseCallback):
-        def _on_step(self) -> bool:
-            if self.num_timesteps % run["eval_every"] == 0:
-                evaluation(self.num_timesteps)
-            return True
-
-    model.learn(total_timesteps=run["steps"], callback=Every())
-    if not curve or curve[-1]["step"] != model.num_timesteps:
-        evaluation(model.num_timesteps)
+    learn_with_evaluations(model, eval_env, run)
 
 
 def mean_sd(values: list[float]) -> tuple[float | None, float | None]:

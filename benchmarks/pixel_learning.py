@@ -148,28 +148,28 @@ def sb3_command(run: dict[str, Any]) -> list[str]:
 
 
 def ours_curve(run_dir: str, launch: float) -> list[dict[str, float]]:
-    """Evaluations of a finished `vlmrl train` run: env step, seconds since launch, success rate."""
+    """Evaluations of a finished `vlmrl train` run: env step, seconds since launch, success rate, return."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     events = EventAccumulator(str(Path(run_dir) / "tb"))
     events.Reload()
     if "eval/success_rate" not in events.Tags()["scalars"]:
         return []
+    returns = {e.step: e.value for e in events.Scalars("eval/return")}
     return [
-        {"step": float(e.step), "wall_s": e.wall_time - launch, "success": float(e.value)}
+        {"step": float(e.step), "wall_s": e.wall_time - launch, "success": float(e.value),
+         "return": float(returns[e.step])}
         for e in events.Scalars("eval/success_rate")
-    ]
+    ]  # fmt: skip
 
 
 def sb3_worker(run: dict[str, Any]) -> None:
     """One SB3 SAC run (this file re-invoked with ``--sb3-worker``): writes its curve to ``run["out"]``."""
     import torch
     from stable_baselines3 import SAC as SB3SAC
-    from stable_baselines3.common.callbacks import BaseCallback
 
     from sim import make_env
     from sim.wrappers import ROBOT_KEYS, SB3Keys
-    from vlmrl.evaluation import eval_seeds, evaluate
     from vlmrl.train_config import TrainConfig
 
     torch.set_num_threads(1)
@@ -191,7 +191,19 @@ def sb3_worker(run: dict[str, Any]) -> None:
         seed=run["seed"],
         device="cpu",
     )
+    learn_with_evaluations(model, eval_env, run)
+
+
+def learn_with_evaluations(model: Any, eval_env: Any, run: dict[str, Any]) -> None:
+    """SB3 ``model.learn`` for ``run["steps"]``, evaluated by ``vlmrl.evaluation.evaluate`` every
+    ``run["eval_every"]`` steps and at the end; the curve (step, seconds since launch, success, return)
+    goes to ``run["out"]`` after each evaluation. Learning stops early past ``run["cap_s"]`` if given."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from vlmrl.evaluation import eval_seeds, evaluate
+
     curve: list[dict[str, float]] = []
+    cap_s = run.get("cap_s") or float("inf")
 
     def evaluation(step: int) -> None:
         result = evaluate(
@@ -200,15 +212,16 @@ def sb3_worker(run: dict[str, Any]) -> None:
             eval_seeds(run["seed"], run["eval_episodes"]),
         )
         curve.append(
-            {"step": float(step), "wall_s": time.time() - run["launch"], "success": result.success_rate}
-        )
+            {"step": float(step), "wall_s": time.time() - run["launch"], "success": result.success_rate,
+             "return": result.mean_return}
+        )  # fmt: skip
         Path(run["out"]).write_text(json.dumps(curve))
 
     class Every(BaseCallback):
         def _on_step(self) -> bool:
             if self.num_timesteps % run["eval_every"] == 0:
                 evaluation(self.num_timesteps)
-            return time.time() - run["launch"] < run["cap_s"]
+            return time.time() - run["launch"] < cap_s
 
     model.learn(total_timesteps=run["steps"], callback=Every())
     if not curve or curve[-1]["step"] != model.num_timesteps:
