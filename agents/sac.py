@@ -115,7 +115,7 @@ class SAC:
 
         # One fused Adam (agents.optim.LeanAdam) over disjoint parameter groups (see the module docstring).
         groups: list[dict[str, Any]] = [
-            {"params": list(self.actor.parameters()), "lr": cfg.actor_lr},
+            {"params": self._actor_params, "lr": cfg.actor_lr},
             {
                 "params": [
                     *self.critic.parameters(),
@@ -366,9 +366,8 @@ class SAC:
                     encoder_state.setdefault(f"privileged_normalizer.{name}", value)
             self.encoder.load_state_dict(encoder_state)
             self.actor.load_state_dict(state["actor"])
-            if (
-                self.eval_actor is not self.actor
-            ):  # a state without one (another agent's) starts it at the actor
+            # A state without an averaged actor (another agent's) starts the average at the actor.
+            if self.eval_actor is not self.actor:
                 self.eval_actor.load_state_dict(state.get("eval_actor", state["actor"]))
             self.critic.load_state_dict(state["critic"])
             self.critic_target.load_state_dict(state["critic_target"])

@@ -98,9 +98,7 @@ def load_sim_into_robot_sac(robot: Any, sim_state: dict[str, Any]) -> str:
         **{k: v for k, v in own.items() if k.startswith(PRIVILEGED_NORMALIZER)},
     }
     state["actor"] = actor
-    state.pop("eval_actor", None)  # the sim agent's average when it kept one, else its actor
-    if "eval_actor" in sim_state:
-        state["eval_actor"] = sim_state["eval_actor"]
+    state["eval_actor"] = sim_state.get("eval_actor", actor)  # the sim agent's average, else its actor
     state["critic"] = _without_privileged_inputs(critic, features, privileged_dim, head)
     state["critic_target"] = _without_privileged_inputs(target, features, privileged_dim, head)
     for name in ("log_alpha", "generator", "num_updates"):
