@@ -32,11 +32,9 @@ class LeanAdam(torch.optim.Adam):
     def _make_plan(self) -> None:
         plan = []
         for group in self.param_groups:
-            if group["amsgrad"] or group["weight_decay"] or group["maximize"]:
-                self._plan = None
-                return
-            if any(not self.state.get(p) for p in group["params"]):
-                self._plan = None
+            options = group["amsgrad"] or group["weight_decay"] or group["maximize"]
+            if options or any(not self.state.get(p) for p in group["params"]):
+                self._plan = None  # Adam.step serves these (and the first step, which makes the state)
                 return
             states = [self.state[p] for p in group["params"]]
             plan.append(
