@@ -145,7 +145,7 @@ class ObservationEncoder(nn.Module):
         if len(parts) == 0:
             first = obs[self.pixel_keys[0]]
             return torch.zeros(first.shape[0], 0, dtype=torch.float32, device=first.device)
-        return torch.cat(parts, dim=-1)
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
 
     def privileged_vector(self, obs: dict[str, Tensor]) -> Tensor:
         """The raw privileged part, float32[B, privileged_dim] (empty [B, 0] without privileged keys)."""
@@ -179,7 +179,7 @@ class ObservationEncoder(nn.Module):
         parts = [self.normalizer(self.state_vector(obs))]
         for name, encoder in self.pixel_encoders.items():
             parts.append(encoder(obs[name.replace("__", "/")]))
-        return torch.cat(parts, dim=-1)
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
 
 
 def load_pixel_weights(encoder: ObservationEncoder, path: str) -> None:

@@ -28,6 +28,7 @@ class LeanAdam(torch.optim.Adam):
     def __init__(self, params: Any, **kwargs: Any) -> None:
         super().__init__(params, fused=True, **kwargs)
         self._plan: list[tuple[list[Tensor], list[Tensor], list[Tensor], list[Tensor], dict]] | None = None
+        self._steps: list[Tensor] = []  # every parameter's step counter, in plan order
 
     def _make_plan(self) -> None:
         plan = []
@@ -47,6 +48,7 @@ class LeanAdam(torch.optim.Adam):
                 )
             )
         self._plan = plan
+        self._steps = [step for *_, steps, _ in plan for step in steps]
 
     @torch.no_grad()
     def step(self, closure: Any = None) -> Any:  # type: ignore[override]
@@ -61,9 +63,19 @@ class LeanAdam(torch.optim.Adam):
             if len(present) < len(params):
                 return super().step()
             grads.append(present)
+        torch._foreach_add_(self._steps, 1)
+        # One kernel call for consecutive groups that share lr, betas and eps (SAC's defaults: all three).
+        calls: list[tuple[list[Tensor], list[Tensor], list[Tensor], list[Tensor], list[Tensor], tuple]] = []
         for (params, exp_avgs, exp_avg_sqs, steps, group), group_grads in zip(plan, grads, strict=True):
-            beta1, beta2 = group["betas"]
-            torch._foreach_add_(steps, 1)
+            options = (group["lr"], *group["betas"], group["eps"])
+            if calls and calls[-1][5] == options:
+                for merged, part in zip(calls[-1][:5], (params, group_grads, exp_avgs, exp_avg_sqs, steps)):
+                    merged.extend(part)
+            else:
+                calls.append(
+                    (list(params), list(group_grads), list(exp_avgs), list(exp_avg_sqs), list(steps), options)
+                )
+        for params, group_grads, exp_avgs, exp_avg_sqs, steps, (lr, beta1, beta2, eps) in calls:
             torch._fused_adam_(
                 params,
                 group_grads,
@@ -72,11 +84,11 @@ class LeanAdam(torch.optim.Adam):
                 [],
                 steps,
                 amsgrad=False,
-                lr=group["lr"],
+                lr=lr,
                 beta1=beta1,
                 beta2=beta2,
                 weight_decay=0.0,
-                eps=group["eps"],
+                eps=eps,
                 maximize=False,
             )
         return None

@@ -76,6 +76,10 @@ class SAC:
         self.action_dim = int(action_space.shape[0])
         self.action_low = torch.as_tensor(low, dtype=torch.float32, device=self.device)
         self.action_high = torch.as_tensor(high, dtype=torch.float32, device=self.device)
+        # to_unit as one multiply-add: exactly the identity for [-1, 1] bounds
+        scale = 2.0 / (high - low)
+        self._unit_scale = torch.as_tensor(scale, dtype=torch.float32, device=self.device)
+        self._unit_offset = torch.as_tensor(-1.0 - low * scale, dtype=torch.float32, device=self.device)
         self.has_pixels = any(is_pixel_key(k) for k in obs_spec)
         torch.manual_seed(cfg.seed)  # network initialisation
         self.generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
@@ -130,6 +134,7 @@ class SAC:
         self.optimizer = make_adam(groups, self.device)
         self._online: list[Tensor] = list(self.critic.parameters())
         self._target: list[Tensor] = list(self.critic_target.parameters())
+        self._zero = torch.zeros((), device=self.device)  # the logged value of a loss term that is off
         self.num_updates = 0
         self.critic_only_until = 0
         """Updates before this count train the critics (and encoder) only; the actor and temperature wait
@@ -143,9 +148,7 @@ class SAC:
 
     def to_unit(self, action: Tensor) -> Tensor:
         """Env units -> the actor's [-1, 1] units."""
-        return (2.0 * (action - self.action_low) / (self.action_high - self.action_low) - 1.0).clamp(
-            -1.0, 1.0
-        )
+        return torch.addcmul(self._unit_offset, action, self._unit_scale).clamp_(-1.0, 1.0)
 
     def to_env(self, unit_action: Tensor) -> Tensor:
         """The actor's [-1, 1] units -> env units."""
@@ -192,7 +195,9 @@ class SAC:
         action = self.to_unit(torch.as_tensor(batch.action, device=self.device))
         reward = torch.as_tensor(batch.reward, device=self.device)
         discount = torch.as_tensor(batch.discount, device=self.device)
-        weights = torch.as_tensor(batch.weights, device=self.device)
+        weights = None  # uniform sampling: all ones, so the critic loss skips the multiply
+        if not np.all(batch.weights == 1.0):
+            weights = torch.as_tensor(batch.weights, device=self.device)
         prior = None  # behaviour cloning reads the batch's prior rows (an RLPD mix) when it is on
         if self.cfg.bc_weight > 0.0 and batch.prior is not None:
             prior = torch.as_tensor(np.asarray(batch.prior, np.float32), device=self.device)
@@ -245,7 +250,7 @@ class SAC:
         action: Tensor,
         reward: Tensor,
         discount: Tensor,
-        weights: Tensor,
+        weights: Tensor | None,
         next_noise: Tensor,
         pi_noise: Tensor,
         subset: Tensor | None,
@@ -281,10 +286,13 @@ class SAC:
         privileged = self._privileged(obs)  # once for the critic and the actor losses
         q = self.critic(self._critic_input(features, privileged), action)
         td = q - target.unsqueeze(0)
-        critic_loss = 0.5 * (weights * td.pow(2)).mean(dim=1).sum()
-        aux_loss = torch.zeros((), device=self.device)
+        squared_td = td.pow(2) if weights is None else weights * td.pow(2)
+        critic_loss = 0.5 * squared_td.mean(dim=1).sum()
+        loss = critic_loss
+        aux_loss = self._zero
         if self.privileged_head is not None and privileged is not None:
             aux_loss = (self.privileged_head(features) - privileged).pow(2).mean()
+            loss = loss + self.cfg.privileged_aux_weight * aux_loss
 
         # Actor loss through the critics with detached weights, on detached features: the minimum of a
         # twin, the ensemble mean of more critics (REDQ).
@@ -294,7 +302,7 @@ class SAC:
         pi_action, log_prob = squash(mean, log_std, pi_noise)
         q_pi = self._policy_value(self.critic(actor_critic_in, pi_action, detach_params=True))
         actor_loss = (alpha * log_prob - q_pi).mean()
-        bc_loss = torch.zeros((), device=self.device)
+        bc_loss = self._zero
         if prior is not None:
             # Clone the data's action on prior rows, where the critics prefer it to the policy's (Q-filter).
             mode = torch.tanh(mean)
@@ -307,7 +315,6 @@ class SAC:
             squared = (mode - action).pow(2).sum(dim=-1)
             bc_loss = (keep * squared).sum() / prior.sum().clamp(min=1.0)
             actor_loss = actor_loss + self.cfg.bc_weight * q_pi.detach().abs().mean() * bc_loss
-        loss = critic_loss + self.cfg.privileged_aux_weight * aux_loss
         alpha_loss = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
         if train_actor:
             loss = loss + actor_loss
