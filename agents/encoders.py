@@ -43,6 +43,8 @@ class PixelEncoder(nn.Module):
     1.6 ms (measured here with other agents sharing the cores).
     """
 
+    __jit_ignored_attributes__ = ("_shift_tables",)  # a training-time cache: not part of an exported policy
+
     def __init__(self, image_shape: tuple[int, int, int], cfg: PixelEncoderConfig) -> None:
         super().__init__()
         height, width, channels = image_shape
@@ -57,7 +59,7 @@ class PixelEncoder(nn.Module):
             layers += [nn.Conv2d(in_channels, out_channels, 3, stride=stride), nn.ReLU()]
             in_channels = out_channels
         self.convs = nn.Sequential(*layers)
-        policy_px = (-(-height // self.stride), -(-width // self.stride))  # what [::stride] keeps
+        policy_px = self._policy_px(height, width)
         with torch.no_grad():
             try:
                 flat = self.convs(torch.zeros(1, channels, *policy_px)).numel()
@@ -74,6 +76,7 @@ class PixelEncoder(nn.Module):
         )
         self.feature_dim = cfg.feature_dim
         self.image_px = policy_px
+        self._shift_tables: dict[tuple, Tensor] = {}  # prepare_shifted's index maps, by frame shape
 
     def prepare(self, images: Tensor) -> Tensor:
         """uint8[B, H, W, C] frames -> float32[B, C, h, w] policy images in [-0.5, 0.5]."""
@@ -81,6 +84,54 @@ class PixelEncoder(nn.Module):
             images = images[:, :: self.stride, :: self.stride]
         x = images.permute(0, 3, 1, 2).contiguous().to(torch.float32)  # a new tensor: in place is safe
         return x.mul_(1.0 / 255.0).sub_(0.5)
+
+    @torch.jit.unused
+    def prepare_shifted(
+        self, images: Tensor, pad_px: int, generator: torch.Generator | None = None
+    ) -> Tensor:
+        """``random_shift_prepared(prepare(images), pad_px, generator)`` in one uint8 gather, same values.
+
+        Subsampling, the channel move and the DrQ shift are one index per output pixel into the frame, and
+        the 25 (at 2 px) shifted index maps are built once, so a batch costs a row lookup, one gather of
+        bytes and the float conversion: ~2 ms instead of ~3.3 ms at batch 256, 64 px frames, 32 px images
+        (this CPU), and the shifts come from the same ``randint`` draw, so training is bit-identical.
+        """
+        if pad_px <= 0:
+            return self.prepare(images)
+        batch, height, width, channels = images.shape
+        table = self._shift_table(height, width, channels, pad_px, images.device)
+        shifts = torch.randint(-pad_px, pad_px + 1, (batch, 2), generator=generator, device=images.device)
+        which = (shifts[:, 0] + pad_px) * (2 * pad_px + 1) + (shifts[:, 1] + pad_px)
+        pixels = images.reshape(batch, -1).gather(1, table.index_select(0, which))
+        x = pixels.view(batch, channels, *self._policy_px(height, width)).to(torch.float32)
+        return x.mul_(1.0 / 255.0).sub_(0.5)
+
+    def _policy_px(self, height: int, width: int) -> tuple[int, int]:
+        return -(-height // self.stride), -(-width // self.stride)  # what [::stride] keeps
+
+    @torch.jit.unused
+    def _shift_table(
+        self, height: int, width: int, channels: int, pad_px: int, device: torch.device
+    ) -> Tensor:
+        """int64[(2 pad + 1)^2, C * h * w]: for each shift (dy, dx), the flat frame index of every policy
+        pixel, replicate-padded (positions clamped to the image), channels first."""
+        key = (height, width, channels, pad_px, str(device))
+        table = self._shift_tables.get(key)
+        if table is None:
+            rows_px, cols_px = self._policy_px(height, width)
+            shifts = torch.arange(-pad_px, pad_px + 1, device=device)
+            rows = (torch.arange(rows_px, device=device)[None, :] + shifts[:, None]).clamp(0, rows_px - 1)
+            cols = (torch.arange(cols_px, device=device)[None, :] + shifts[:, None]).clamp(0, cols_px - 1)
+            row_offset = rows * (self.stride * width * channels)  # [shift, h]
+            col_offset = cols * (self.stride * channels)  # [shift, w]
+            channel = torch.arange(channels, device=device)
+            table = (
+                row_offset[:, None, None, :, None]
+                + col_offset[None, :, None, None, :]
+                + channel[None, None, :, None, None]
+            ).reshape(len(shifts) ** 2, -1)  # [dy, dx, C, h, w] -> [dy * K + dx, C * h * w]
+            self._shift_tables[key] = table
+        return table
 
     def forward(self, images: Tensor) -> Tensor:
         """Features of uint8[B, H, W, C] frames, or of float images ``prepare`` made (augmented in training)."""
@@ -158,6 +209,12 @@ class ObservationEncoder(nn.Module):
     def privileged(self, obs: dict[str, Tensor]) -> Tensor:
         """Normalised privileged features float32[B, privileged_dim], for the critic only."""
         return self.privileged_normalizer(self.privileged_vector(obs))
+
+    def pixel_encoder(self, key: str) -> PixelEncoder:
+        """The conv net of pixel key ``key`` (``pixels/<cam>``)."""
+        encoder = self.pixel_encoders[key.replace("/", "__")]
+        assert isinstance(encoder, PixelEncoder)
+        return encoder
 
     def prepare(self, obs: dict[str, Tensor]) -> dict[str, Tensor]:
         """``obs`` with each pixel key's frames turned into float policy images (``PixelEncoder.prepare``)."""

@@ -20,7 +20,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from agents.augmentation import random_shift_prepared
 from agents.config import PixelEncoderConfig
 from agents.encoders import PixelEncoder
 from agents.errors import AgentError
@@ -78,7 +77,7 @@ def pretrain_pixel_encoder(
     losses = []
     for _ in range(steps):
         idx = torch.randint(0, len(images), (min(batch_size, len(images)),), generator=generator)
-        x = random_shift_prepared(encoder.prepare(images[idx]), cfg.shift_pad_px, generator)
+        x = encoder.prepare_shifted(images[idx], cfg.shift_pad_px, generator)
         loss = (head(encoder(x)) - goal[idx]).pow(2).mean()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

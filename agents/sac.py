@@ -31,7 +31,6 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from agents.augmentation import random_shift_prepared
 from agents.config import SACConfig
 from agents.encoders import ObservationEncoder, ObsSpec, is_pixel_key, load_pixel_weights
 from agents.errors import AgentError
@@ -204,11 +203,11 @@ class SAC:
         self.encoder.update_statistics(obs)
         if self.has_pixels:  # frames -> policy images once, then DrQ shifts at the policy resolution
             pad = self.cfg.pixel.shift_pad_px
-            obs, next_obs = self.encoder.prepare(obs), self.encoder.prepare(next_obs)
-            if pad > 0:
-                for key in self.encoder.pixel_keys:
-                    obs[key] = random_shift_prepared(obs[key], pad, self.generator)
-                    next_obs[key] = random_shift_prepared(next_obs[key], pad, self.generator)
+            obs, next_obs = dict(obs), dict(next_obs)
+            for key in self.encoder.pixel_keys:
+                encoder = self.encoder.pixel_encoder(key)
+                obs[key] = encoder.prepare_shifted(obs[key], pad, self.generator)
+                next_obs[key] = encoder.prepare_shifted(next_obs[key], pad, self.generator)
         noise_shape = (action.shape[0], self.action_dim)
         next_noise = torch.randn(noise_shape, generator=self.generator, device=self.device)
         pi_noise = torch.randn(noise_shape, generator=self.generator, device=self.device)
