@@ -3,7 +3,8 @@
 Reads ``results/lift-learner/G<setting>-s<seed>.json`` (each written by ``results/lift-learner/run.sh``: the
 run's command, commit, CPU and its evaluation curve) and writes ``table.md`` beside them: success at 20,000
 steps (mean, sample standard deviation and each seed), the mean of the last three evaluations (15k-20k)
-and Welch's t-test p-value of the final success against setting A.
+and Welch's t-test p-values of the final success against setting A and against D (the recipe the later rows
+change one thing of).
 
     python benchmarks/lift_learner_table.py            # writes results/lift-learner/table.md
 """
@@ -29,6 +30,8 @@ SETTINGS = {
     "G": "D with `--agent.actor-lr 1e-4`",
     "H": "D with `--agent.utd-ratio 2`",
     "I": "D with `--agent.actor-ema 0.005` (the averaged actor is evaluated)",
+    "J": "D with `--agent.num-critics 10` (RLPD's ensemble: target over a random 2, actor on the mean)",
+    "K": "D with `--buffer.n-step 3`",
 }
 NAME = re.compile(r"^G([A-Z])-s(\d+)$")
 
@@ -50,25 +53,30 @@ def load(folder: Path) -> dict[str, list[dict]]:
 def table(runs: dict[str, list[dict]]) -> str:
     finals = {k: np.array([r["curve_success"][-1] for r in v]) for k, v in runs.items()}
     lines = [
-        "| setting | seeds | success at 20k, mean ± sd | per seed | last 3 evaluations, mean | p vs A | commit |",
-        "|---|---|---|---|---|---|---|",
+        "| setting | seeds | success at 20k, mean ± sd | per seed | last 3 evaluations, mean | p vs A | p vs D | commit |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for key, group in runs.items():
         final = finals[key]
         last3 = np.mean([np.mean(r["curve_success"][-3:]) for r in group])
         sd = final.std(ddof=1) if len(final) > 1 else 0.0
-        p = "-"
-        if key != "A" and len(final) > 1 and len(finals.get("A", [])) > 1:
-            p = f"{ttest_ind(final, finals['A'], equal_var=False).pvalue:.3f}"
+        p = {base: _welch(final, finals.get(base), key == base) for base in ("A", "D")}
         commits = sorted(
             {r["git_commit"][:7] + ("" if r.get("tree_clean", True) else "+dirty") for r in group}
         )
         lines.append(
             f"| {key}: {SETTINGS.get(key, key)} | {', '.join(str(r['seed']) for r in group)} | "
-            f"{final.mean():.0%} ± {sd:.0%} | {', '.join(f'{x:.0%}' for x in final)} | {last3:.0%} | {p} | "
+            f"{final.mean():.0%} ± {sd:.0%} | {', '.join(f'{x:.0%}' for x in final)} | {last3:.0%} | {p['A']} | {p['D']} | "
             f"{', '.join(commits)} |"
         )
     return "\n".join(lines)
+
+
+def _welch(final: np.ndarray, base: np.ndarray | None, same: bool) -> str:
+    """Welch's t-test p-value of ``final`` against a base setting's finals, "-" where it does not apply."""
+    if same or base is None or len(final) < 2 or len(base) < 2:
+        return "-"
+    return f"{ttest_ind(final, base, equal_var=False).pvalue:.3f}"
 
 
 def main() -> int:
