@@ -127,20 +127,34 @@ def test_newer_schema_and_other_arrays_are_refused(make, tmp_path):
         make("zarr", capacity_steps=50)
 
 
-def test_memory_storage_save_and_load(make, tmp_path: Path):
+@pytest.mark.parametrize("episodes", [3, 9])  # 30 rows of 80 (saved: the 30), 90 rows (wrapped: all 80)
+def test_memory_storage_save_and_load(make, tmp_path: Path, episodes: int):
     buf = make("memory", capacity_steps=80)
-    for e in range(9):
+    for e in range(episodes):
         fill_episode(buf, e, 9)
-    buf.set_aux_reward(np.array([buf.episode_rows(8)[0]]), np.array([2.0]), "oracle")
+    last = episodes - 1
+    buf.set_aux_reward(np.array([buf.episode_rows(last)[0]]), np.array([2.0]), "oracle")
     state = buf.state_dict()
     expected = buf.sample(16)
     buf.storage.save(tmp_path / "mem")
+    saved_rows = np.load(tmp_path / "mem" / "pixels__front.npy", mmap_mode="r").shape[0]
+    assert saved_rows == min(80, 10 * episodes)  # rows never written are not saved
     cfg = BufferConfig(capacity_steps=80)
     again = make_buffer(cfg, OBS_SPEC, ACTION_DIM, path=str(tmp_path / "mem"))
     again.load_state_dict(state)
     got = again.sample(16)
     np.testing.assert_array_equal(got.obs["pixels/front"], expected.obs["pixels/front"])
     assert again.num_episodes == buf.num_episodes and again.storage.columns() == ["aux_reward/oracle"]
+    for name in ("pixels/front", "aux_reward/oracle"):  # every live row reads back as it was
+        rows = np.arange(buf.storage.episodes().first_row, buf.storage.episodes().next_row)
+        np.testing.assert_array_equal(again.storage.read(name, rows), buf.storage.read(name, rows))
+    for e in range(episodes, episodes + 6):  # and the ring goes on filling and wrapping after the load
+        fill_episode(again, e, 9)
+        fill_episode(buf, e, 9)
+    rows = np.arange(buf.storage.episodes().first_row, buf.storage.episodes().next_row)
+    np.testing.assert_array_equal(
+        again.storage.read("pixels/front", rows), buf.storage.read("pixels/front", rows)
+    )
 
 
 def test_second_writer_is_refused_until_the_first_closes(make):
