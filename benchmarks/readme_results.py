@@ -25,6 +25,7 @@ BENCHMARKS = {
     "sac_vs_sb3": "our SAC update vs Stable-Baselines3 SAC, same nets and batch",
     "scoring": "hf scorer on a real-size architecture vs scorer:learned; async scoring cost on a twin rollout",
     "pixel_learning": "robot-observation SAC (joints + camera) vs SB3 `MultiInputPolicy` on twin reach, same steps",
+    "pixel_cost": "one SAC update on robot observations (joints + 64 px frames, 32 px policy images) vs on the lift state vector, batch 256, one thread, interleaved",
     "scale_out": "1 and 2 Ray env actors vs the single-process loop on the pixel twin; learner updates/s beside actors",
 }
 

@@ -1,0 +1,1 @@
+python benchmarks/pixel_learning.py --cost-only --json results/bench/pixel_cost.json
