@@ -128,6 +128,12 @@ EXPERIMENTS = (
         "notes.md",
     ),
     (
+        "VLM-guided replay with robot observations (joints + camera), recipe D: twin lift, 25 demos, 20k steps (issue #13)",
+        "replay-robot",
+        "results.md",
+        "notes.md",
+    ),
+    (
         "The learner on robosuite and Meta-World: our SAC vs SB3 SAC, state, same budget (issue #13)",
         "foreign-envs",
         "table.md",
