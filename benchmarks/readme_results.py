@@ -128,6 +128,12 @@ EXPERIMENTS = (
         "notes.md",
     ),
     (
+        "VLM-guided replay on top of recipe J (D + 10 critics, 80% uniform): twin lift, 25 demos, 20k steps (issue #13)",
+        "replay-recipe-j",
+        "results.md",
+        "notes.md",
+    ),
+    (
         "VLM-guided replay with robot observations (joints + camera), recipe D: twin lift, 25 demos, 20k steps (issue #13)",
         "replay-robot",
         "results.md",
