@@ -220,10 +220,8 @@ class ObservationEncoder(nn.Module):
     def prepare(self, obs: dict[str, Tensor]) -> dict[str, Tensor]:
         """``obs`` with each pixel key's frames turned into float policy images (``PixelEncoder.prepare``)."""
         prepared = dict(obs)
-        for name, encoder in self.pixel_encoders.items():
-            key = name.replace("__", "/")
-            assert isinstance(encoder, PixelEncoder)
-            prepared[key] = encoder.prepare(obs[key])
+        for key in self.pixel_keys:
+            prepared[key] = self.pixel_encoder(key).prepare(obs[key])
         return prepared
 
     def update_statistics(self, obs: dict[str, Tensor]) -> None:

@@ -203,7 +203,6 @@ class SAC:
         self.encoder.update_statistics(obs)
         if self.has_pixels:  # frames -> policy images once, then DrQ shifts at the policy resolution
             pad = self.cfg.pixel.shift_pad_px
-            obs, next_obs = dict(obs), dict(next_obs)
             for key in self.encoder.pixel_keys:
                 encoder = self.encoder.pixel_encoder(key)
                 obs[key] = encoder.prepare_shifted(obs[key], pad, self.generator)
