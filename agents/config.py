@@ -85,6 +85,11 @@ class SACConfig:
     auxiliary loss that makes the actor's features predict the normalised privileged state (a linear head,
     discarded at export). Without it a critic that reads the state has no reason to teach the encoder where
     the target is, and the actor, which reads only the features, cannot find it. 0: no auxiliary loss."""
+    actor_trains_encoder: bool = False
+    """Let the actor loss (and behaviour cloning) train the pixel encoder through the actor's own input, as
+    end-to-end visuomotor policies do; the critics' copy of the features stays detached in that loss, so
+    nothing pushes the features to raise Q. Off: the encoder learns from the critic (and auxiliary) loss
+    only, as in DrQ."""
     bc_weight: float = 0.0
     """Behaviour cloning on the prior part of each batch (demonstrations, ``--prior-data``; needs an RLPD
     mix): the actor loss adds ``bc_weight * mean|Q(s, pi(s))| * ||tanh(mean(s)) - a||^2`` over the prior

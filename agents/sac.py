@@ -296,7 +296,7 @@ class SAC:
         # twin, the ensemble mean of more critics (REDQ).
         actor_features = features.detach()
         actor_critic_in = self._critic_input(actor_features, privileged)
-        mean, log_std = self.actor(actor_features)
+        mean, log_std = self.actor(features if self.cfg.actor_trains_encoder else actor_features)
         pi_action, log_prob = squash(mean, log_std, pi_noise)
         q_pi = self._policy_value(self.critic(actor_critic_in, pi_action, detach_params=True))
         actor_loss = (alpha * log_prob - q_pi).mean()

@@ -116,6 +116,15 @@ def test_pixel_encoder_is_trained_by_the_critic_only() -> None:
     assert not same(encoder_before, params(sac.encoder))
 
 
+def test_actor_trains_encoder_lets_the_actor_loss_reach_the_encoder_and_not_the_critics() -> None:
+    cfg = dataclasses.replace(SMALL, actor_trains_encoder=True)
+    sac = SAC(cfg, PIXEL_SPEC, box())
+    encoder_before, critic_before = params(sac.encoder), params(sac.critic)
+    sac.update(random_batch(PIXEL_SPEC, weights=np.zeros(16, np.float32)))  # critic loss 0: actor loss only
+    assert not same(encoder_before, params(sac.encoder))
+    assert same(critic_before, params(sac.critic))
+
+
 def test_target_networks_follow_by_polyak_averaging() -> None:
     sac = SAC(SACConfig(hidden_dims=(16,), tau=0.25), STATE_SPEC, box())
     target_before = params(sac.critic_target)
