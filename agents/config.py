@@ -33,6 +33,12 @@ class PixelEncoderConfig:
     shift_pad_px: int = 2
     """DrQ random-shift augmentation of the policy images: pad by this many pixels (replicate) and crop
     back at a random offset; 0 disables it (2 at 32 px is DrQ's 4 at 84 px, relatively)."""
+    standardize: bool = False
+    """Standardise each policy image before the convs: subtract its mean per channel, divide by its
+    standard deviation (over all channels and pixels). Global changes of light and of the table's colour,
+    which the twin's domain randomisation draws per episode and a real camera's exposure and white balance
+    bring, then reach the convs only as what they change relative to the rest of the image. Part of the
+    exported policy."""
     frozen: bool = False
     """Keep the conv net fixed (no gradients, half the cost of an update): for an encoder pretrained on
     the twin's own frames (``agents.pretrain``) or loaded from ``weights_path``."""

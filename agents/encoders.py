@@ -33,6 +33,11 @@ def subsample_stride(frame_px: int, image_size: int) -> int:
     return 1 if image_size <= 0 else max(1, frame_px // image_size)
 
 
+STANDARDIZE_EPS = 0.01
+"""Added to an image's standard deviation (images in [-0.5, 0.5]) when ``PixelEncoderConfig.standardize``:
+a flat image is not blown up into noise."""
+
+
 class PixelEncoder(nn.Module):
     """uint8[B, H, W, C] -> float32[B, feature_dim]: subsampling, strided convs, linear, LayerNorm, tanh.
 
@@ -75,6 +80,8 @@ class PixelEncoder(nn.Module):
             nn.Linear(flat, cfg.feature_dim), nn.LayerNorm(cfg.feature_dim), nn.Tanh()
         )
         self.feature_dim = cfg.feature_dim
+        self.standardize = cfg.standardize
+        self.standardize_eps = STANDARDIZE_EPS
         self.image_px = policy_px
         self._shift_tables: dict[tuple, Tensor] = {}  # prepare_shifted's index maps, by frame shape
 
@@ -137,6 +144,9 @@ class PixelEncoder(nn.Module):
     def forward(self, images: Tensor) -> Tensor:
         """Features of uint8[B, H, W, C] frames, or of float images ``prepare`` made (augmented in training)."""
         x = self.prepare(images) if images.dtype == torch.uint8 else images
+        if self.standardize:
+            x = x - x.mean(dim=(2, 3), keepdim=True)
+            x = x / (x.square().mean(dim=(1, 2, 3), keepdim=True).sqrt() + self.standardize_eps)
         return self.project(self.convs(x).flatten(1))
 
 

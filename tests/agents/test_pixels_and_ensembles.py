@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -185,3 +187,24 @@ def test_privileged_aux_loss_teaches_the_encoder_what_the_critic_reads_from_the_
     assert SAC(SMALL, SIM_SPEC, BOX, privileged_keys=("state",)).update(batch)["privileged_aux_loss"] == 0.0
     with pytest.raises(AgentError, match="privileged_aux_weight >= 0"):
         SAC(SACConfig(privileged_aux_weight=-1.0), SIM_SPEC, BOX)
+
+
+def test_standardized_images_make_features_blind_to_global_light_and_colour(tmp_path) -> None:
+    images = torch.rand(4, 3, 16, 16) - 0.5
+    brighter = 0.6 * images + torch.tensor([0.1, -0.05, 0.2]).view(1, 3, 1, 1)  # darker, tinted
+    plain = PixelEncoder((16, 16, 3), PIXELS)
+    standardized = PixelEncoder((16, 16, 3), dataclasses.replace(PIXELS, standardize=True))
+    standardized.load_state_dict(plain.state_dict())
+    moved = (plain(brighter) - plain(images)).abs().max()
+    moved_standardized = (standardized(brighter) - standardized(images)).abs().max()
+    assert moved_standardized < 0.25 * moved  # what is left comes from the epsilon under the deviation
+    # Part of the exported policy: TorchScript and ONNX give the training actor's actions.
+    sac = SAC(
+        dataclasses.replace(SMALL, pixel=dataclasses.replace(PIXELS, standardize=True)), ROBOT_SPEC, BOX
+    )
+    for seed in range(2):
+        sac.update(random_batch(ROBOT_SPEC, seed=seed))
+    obs = {k: v[0] for k, v in random_obs(ROBOT_SPEC, 1, np.random.default_rng(3)).items()}
+    policy = load_policy(export_policy(sac, tmp_path / "policy.pt"))
+    np.testing.assert_allclose(policy(obs), sac.act(obs, deterministic=True), rtol=1e-5, atol=1e-6)
+    export_onnx(sac, tmp_path / "policy.onnx")  # checked in onnxruntime against the torch policy
