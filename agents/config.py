@@ -91,6 +91,11 @@ class SACConfig:
     auxiliary loss that makes the actor's features predict the normalised privileged state (a linear head,
     discarded at export). Without it a critic that reads the state has no reason to teach the encoder where
     the target is, and the actor, which reads only the features, cannot find it. 0: no auxiliary loss."""
+    actor_reads_estimate: bool = False
+    """The actor reads the auxiliary head's estimate of the normalised privileged state (needs an asymmetric
+    critic and ``privileged_aux_weight`` > 0) instead of the features: a bottleneck that passes on only
+    what predicts the state, not the per-episode appearance (domain randomisation) the features also
+    carry. The head stays trained by the auxiliary loss only and ships inside the exported actor."""
     actor_trains_encoder: bool = False
     """Let the actor loss (and behaviour cloning) train the pixel encoder through the actor's own input, as
     end-to-end visuomotor policies do; the critics' copy of the features stays detached in that loss, so

@@ -114,6 +114,31 @@ class Actor(nn.Module):
         return torch.tanh(mean)
 
 
+class EstimatingActor(nn.Module):
+    """An ``Actor`` that reads a linear estimate of the privileged state instead of the features.
+
+    ``estimator`` maps the features to the normalised privileged state (the auxiliary head of an
+    asymmetric-critic run, trained by the auxiliary loss only: the actor reads it detached). The policy
+    then sees only what predicts the state, not the rest of what the features carry (``SACConfig.
+    actor_reads_estimate``).
+    """
+
+    def __init__(self, estimator: nn.Linear, policy: Actor) -> None:
+        super().__init__()
+        self.estimator = estimator
+        self.policy = policy
+
+    def forward(self, features: Tensor) -> tuple[Tensor, Tensor]:
+        """Mean and log standard deviation (before tanh) of the policy at the estimated state."""
+        estimate = F.linear(features, self.estimator.weight.detach(), self.estimator.bias.detach())
+        return self.policy(estimate)
+
+    def deterministic(self, features: Tensor) -> Tensor:
+        """The mode of the squashed policy, tanh(mean), in [-1, 1]."""
+        mean, _ = self.forward(features)
+        return torch.tanh(mean)
+
+
 def sample_squashed(
     mean: Tensor, log_std: Tensor, generator: torch.Generator | None = None
 ) -> tuple[Tensor, Tensor]:

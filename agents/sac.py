@@ -34,9 +34,14 @@ from torch import Tensor, nn
 from agents.config import SACConfig
 from agents.encoders import ObservationEncoder, ObsSpec, is_pixel_key, load_pixel_weights
 from agents.errors import AgentError
-from agents.networks import Actor, TwinCritic, action_bounds, sample_squashed, squash
+from agents.networks import Actor, EstimatingActor, TwinCritic, action_bounds, sample_squashed, squash
 from agents.optim import make_adam
 from buffer.batch import Batch
+
+
+def _policy(actor: Actor | EstimatingActor) -> Actor:
+    """The trainable policy network of an actor (an ``EstimatingActor``'s estimator is the auxiliary head's)."""
+    return actor.policy if isinstance(actor, EstimatingActor) else actor
 
 
 class SAC:
@@ -46,6 +51,9 @@ class SAC:
         cfg: hyper-parameters.
         obs_spec: observation key -> (per-sample shape, dtype) of the keys the agent reads.
         action_space: a bounded ``gymnasium.spaces.Box``; actions are returned in its (env) units.
+        privileged_keys: keys only the critics read (an asymmetric critic, simulation only).
+        estimate_dim: with ``actor_reads_estimate`` and no privileged keys (a robot continuing a sim run):
+            the size of the privileged state the run's actor estimates.
     """
 
     def __init__(
@@ -54,6 +62,7 @@ class SAC:
         obs_spec: ObsSpec,
         action_space: gym.spaces.Box,
         privileged_keys: tuple[str, ...] = (),
+        estimate_dim: int | None = None,
     ) -> None:
         low, high = action_bounds(action_space, "SAC")
         if cfg.utd_ratio < 1 or not 0.0 < cfg.tau <= 1.0 or cfg.init_alpha <= 0.0:
@@ -95,7 +104,22 @@ class SAC:
         """The keys the actor (and an exported policy) reads: ``obs_spec`` without the privileged keys."""
         features = self.encoder.feature_dim
         critic_in = features + self.encoder.privileged_dim + self.action_dim
-        self.actor = Actor(features, self.action_dim, cfg.hidden_dims, cfg.log_std_min, cfg.log_std_max)
+        # Auxiliary head: actor features -> normalised privileged state (only where both exist and the
+        # encoder learns; a robot run without privileged keys simply has none).
+        self.privileged_head: nn.Linear | None = None
+        if cfg.privileged_aux_weight > 0.0 and self.encoder.privileged_keys and self.encoder_trains:
+            self.privileged_head = nn.Linear(features, self.encoder.privileged_dim).to(self.device)
+        estimate = self._estimate_dim(estimate_dim) if cfg.actor_reads_estimate else 0
+        self.estimate_dim = estimate or None
+        """Size of the state estimate the actor reads (``actor_reads_estimate``), else None."""
+        policy = Actor(
+            estimate or features, self.action_dim, cfg.hidden_dims, cfg.log_std_min, cfg.log_std_max
+        )
+        self.actor: Actor | EstimatingActor = policy
+        if (
+            estimate
+        ):  # this run's auxiliary head, or (a robot) a fixed one that comes with the actor's weights
+            self.actor = EstimatingActor(self.privileged_head or nn.Linear(features, estimate), policy)
         self.critic = TwinCritic(critic_in, cfg.hidden_dims, cfg.num_critics, cfg.layer_norm)
         self.actor.to(self.device)
         self.critic.to(self.device)
@@ -104,13 +128,10 @@ class SAC:
         """What deterministic acting and export use: the actor, or its Polyak average (``actor_ema``)."""
         if cfg.actor_ema > 0.0:
             self.eval_actor = copy.deepcopy(self.actor).requires_grad_(False)
-        self._actor_params: list[Tensor] = list(self.actor.parameters())
-        self._eval_actor_params: list[Tensor] = list(self.eval_actor.parameters())
-        # Auxiliary head: actor features -> normalised privileged state (only where both exist and the
-        # encoder learns; a robot run without privileged keys simply has none).
-        self.privileged_head: nn.Linear | None = None
-        if cfg.privileged_aux_weight > 0.0 and self.encoder.privileged_keys and self.encoder_trains:
-            self.privileged_head = nn.Linear(features, self.encoder.privileged_dim).to(self.device)
+            if isinstance(self.eval_actor, EstimatingActor) and isinstance(self.actor, EstimatingActor):
+                self.eval_actor.estimator = self.actor.estimator  # the average shares the live estimator
+        self._actor_params: list[Tensor] = list(_policy(self.actor).parameters())
+        self._eval_actor_params: list[Tensor] = list(_policy(self.eval_actor).parameters())
         self.log_alpha = torch.tensor(
             math.log(cfg.init_alpha), device=self.device, requires_grad=cfg.autotune_alpha
         )
@@ -138,6 +159,22 @@ class SAC:
         self.critic_only_until = 0
         """Updates before this count train the critics (and encoder) only; the actor and temperature wait
         (``vlmrl finetune --critic-warmup-updates``: critics handed over from the sim adapt first)."""
+
+    def _estimate_dim(self, estimate_dim: int | None) -> int:
+        """Size of the state estimate an ``actor_reads_estimate`` actor reads; AgentError where none exists."""
+        if self.encoder.privileged_keys:
+            if self.privileged_head is None:
+                raise AgentError(
+                    "actor_reads_estimate needs the auxiliary head: privileged_aux_weight > 0 and a trained "
+                    "pixel encoder"
+                )
+            return self.encoder.privileged_dim
+        if estimate_dim is None or estimate_dim < 1:
+            raise AgentError(
+                "actor_reads_estimate without privileged keys (a robot) needs estimate_dim: the privileged "
+                "state size of the run whose actor it continues"
+            )
+        return estimate_dim
 
     # ----------------------------------------------------------------------------------------- acting
     @property

@@ -50,6 +50,16 @@ PRIVILEGED_NORMALIZER = "privileged_normalizer."
 """Prefix of the encoder's state entries for the privileged part (the sim's state)."""
 
 
+def estimate_dim_of(sim_state: dict[str, Any]) -> int | None:
+    """The size of the state estimate a sim agent's actor reads (``SACConfig.actor_reads_estimate``), else
+    None: what the robot-side ``SAC`` needs as ``estimate_dim``."""
+    try:
+        weight = sim_state["actor"].get("estimator.weight")
+    except (KeyError, TypeError, AttributeError):
+        return None
+    return None if weight is None else int(weight.shape[0])
+
+
 def load_sim_into_robot_sac(robot: Any, sim_state: dict[str, Any]) -> str:
     """Start ``robot`` (an ``agents.sac.SAC`` without privileged keys) from an asymmetric-critic agent's
     ``state_dict`` (see the module doc).

@@ -32,6 +32,8 @@ class PolicySpec:
     """Keys only the critic reads."""
     policy_keys: tuple[str, ...]
     """Keys the actor reads from an observation."""
+    estimate_dim: int | None = None
+    """``SAC``'s ``estimate_dim``: a robot-side agent whose actor reads a state estimate."""
 
 
 def policy_weights(agent: Any) -> dict[str, Any]:
@@ -71,7 +73,13 @@ class EnvActor:
         from agents.sac import SAC
 
         self.env = make_env(sim_cfg)
-        self.agent = SAC(policy.agent_cfg, policy.obs_spec, self.env.action_space, policy.privileged_keys)
+        self.agent = SAC(
+            policy.agent_cfg,
+            policy.obs_spec,
+            self.env.action_space,
+            policy.privileged_keys,
+            policy.estimate_dim,
+        )
         self.policy_keys, self.stored_keys = list(policy.policy_keys), list(stored_keys)
         self.seed_base = seed_base
         self.version = -1

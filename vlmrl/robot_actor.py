@@ -133,7 +133,9 @@ class RobotActor:
 
         self.kit = make_kit(arm_cfg)
         space = action_space if action_space is not None else self.kit.env.action_space
-        self.agent = SAC(policy.agent_cfg, policy.obs_spec, space, policy.privileged_keys)
+        self.agent = SAC(
+            policy.agent_cfg, policy.obs_spec, space, policy.privileged_keys, policy.estimate_dim
+        )
         self.policy_keys = list(policy.policy_keys)
         self.seed_base = seed_base
         self.delta_scale = delta_scale

@@ -293,6 +293,11 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
         raise ConfigError(
             "agent_from: an offline agent's Q-networks read no privileged state; drop --asymmetric-critic"
         )
+    if cfg.agent.actor_reads_estimate and not (cfg.asymmetric_critic and cfg.agent.privileged_aux_weight > 0):
+        raise ConfigError(
+            "agent.actor_reads_estimate reads the auxiliary head's state estimate: add --asymmetric-critic and "
+            "--agent.privileged-aux-weight > 0"
+        )
     if cfg.asymmetric_critic and cfg.policy_obs != "robot":
         raise ConfigError(
             "asymmetric_critic needs --policy-obs robot (with state the actor reads it already)"

@@ -1,10 +1,13 @@
 """Lift rows of the issue #19 evidence: robot-observation lift policies trained with and without
-randomisation, each on the nominal twin and the held-out grids (``vlmrl evaluate``, 10 episodes a row).
+randomisation (and with and without ``--agent.pixel.standardize``), each on the nominal twin and the held-out
+grids (``vlmrl evaluate``, 10 episodes a row).
 
-    .venv/bin/python results/reality-gap/lift_summary.py EVAL_DIR COMMIT
+    .venv/bin/python results/reality-gap/lift_summary.py EVAL_DIR COMMIT [EVAL_DIR COMMIT ...]
 
-EVAL_DIR holds ``eval-<grid>-<condition>-s<seed>/evaluate.json`` (``lift_eval.sh``; the policies: ``lift_train.sh`` and results/pixel-reach lift-robot-recipe-D-s0..2); writes ``lift.md`` and
-``lift.json`` here and copies each ``evaluate.md`` to ``lift-runs/``.
+Each EVAL_DIR holds ``eval-<grid>-<condition>-s<seed>/evaluate.json`` (``lift_eval.sh``, ``lift_eval_std.sh``;
+the policies: ``lift_train.sh``, ``lift_train_std.sh`` and results/pixel-reach lift-robot-recipe-D-s0..2),
+trained and evaluated at COMMIT; writes ``lift.md`` and ``lift.json`` here and copies each ``evaluate.md`` to
+``lift-runs/``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,12 @@ import numpy as np
 
 HERE = Path(__file__).parent
 OVERALL = "overall (perturbed rows)"
-CONDITIONS = {"nominal": "none", "light": "`--sim.randomize.preset light`"}
+CONDITIONS = {
+    "nominal": "none",
+    "light": "`--sim.randomize.preset light`",
+    "nominal-std": "none, `--agent.pixel.standardize`",
+    "light-std": "`light`, `--agent.pixel.standardize`",
+}
 
 
 def cell(x: np.ndarray) -> str:
@@ -26,18 +34,24 @@ def cell(x: np.ndarray) -> str:
 
 
 def main() -> None:
-    evals, commit = Path(sys.argv[1]), sys.argv[2]
-    record: dict = {"commit": commit, "grids": {}}
+    pairs = sys.argv[1:]
+    if not pairs or len(pairs) % 2:
+        raise SystemExit("usage: lift_summary.py EVAL_DIR COMMIT [EVAL_DIR COMMIT ...]")
+    sources = [(Path(pairs[i]), pairs[i + 1]) for i in range(0, len(pairs), 2)]
+    record: dict = {"commits": [commit for _, commit in sources], "grids": {}}
     lines = [
         "| trained with randomisation | held-out grid | seeds | nominal twin | grid (all perturbed rows) | kept | "
         "every factor at once | light row | colour row | texture row | commit |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for grid in ("medium", "light"):
-        for cond, label in CONDITIONS.items():
+        for (evals, commit), (cond, label) in ((source, c) for c in CONDITIONS.items() for source in sources):
             summaries = {}
             for path in sorted(evals.glob(f"eval-{grid}-{cond}-s*/evaluate.json")):
-                seed = int(path.parent.name.rsplit("-s", 1)[1])
+                seed_text = path.parent.name.removeprefix(f"eval-{grid}-{cond}-s")
+                if not seed_text.isdigit():  # eval-light-nominal-s* also matches eval-light-nominal-std-s0
+                    continue
+                seed = int(seed_text)
                 summaries[seed] = json.loads(path.read_text())["summary"]
                 (HERE / "lift-runs").mkdir(exist_ok=True)
                 shutil.copy(path.parent / "evaluate.md", HERE / "lift-runs" / f"{path.parent.name}.md")
@@ -56,6 +70,7 @@ def main() -> None:
                 f"{cell(overall)} | {kept:.2f} | {' | '.join(cells)} | {commit} |"
             )
             record["grids"].setdefault(grid, {})[cond] = {
+                "commit": commit,
                 "seeds": sorted(summaries),
                 "nominal": nominal.tolist(),
                 "overall": overall.tolist(),

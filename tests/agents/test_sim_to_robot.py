@@ -10,8 +10,9 @@ import torch
 
 from agents.config import SACConfig
 from agents.errors import AgentError
+from agents.export import export_onnx, export_policy, load_policy
 from agents.sac import SAC
-from agents.sim_to_robot import load_sim_into_robot_sac
+from agents.sim_to_robot import estimate_dim_of, load_sim_into_robot_sac
 from tests.agents.test_pixels_and_ensembles import BOX, ROBOT_SPEC, SIM_SPEC, SMALL, random_batch
 
 AUX = dataclasses.replace(SMALL, privileged_aux_weight=1.0, num_critics=3, target_critics=2)
@@ -96,3 +97,42 @@ def test_critic_warmup_updates_leave_the_actor_and_temperature_alone() -> None:
     assert again.critic_only_until == robot.critic_only_until
     robot.update(random_batch(ROBOT_SPEC, seed=2))  # the warm-up is over: the actor moves
     assert not all(torch.equal(v, robot.actor.state_dict()[k]) for k, v in actor.items())
+
+
+@pytest.mark.parametrize("ema", [0.0, 0.1], ids=["actor", "averaged-actor"])
+def test_an_actor_reading_the_state_estimate_sees_only_it_and_hands_over_to_a_robot(
+    ema: float, tmp_path
+) -> None:
+    cfg = dataclasses.replace(AUX, actor_reads_estimate=True, actor_ema=ema)
+    sim = trained_sim_agent(cfg)
+    head = sim.privileged_head
+    assert head is not None and sim.actor.estimator is head and sim.eval_actor.estimator is head
+    assert sim.estimate_dim == sim.encoder.privileged_dim == 5
+    # The bottleneck: features that differ only where the head does not look give the same action.
+    features = torch.randn(4, sim.encoder.feature_dim)
+    null = torch.linalg.svd(head.weight.detach()).Vh[-1]  # head.weight @ null == 0 (8 features, 5 outputs)
+    with torch.no_grad():
+        torch.testing.assert_close(sim.actor(features + 3.0 * null)[0], sim.actor(features)[0])
+        assert not torch.allclose(sim.actor(features + 3.0 * head.weight[0])[0], sim.actor(features)[0])
+    # The actor's optimiser group holds the policy only; the head learns from the auxiliary loss.
+    assert not any(p is head.weight for p in sim._actor_params)
+    # A robot-side agent: needs the estimate's size, then acts as the sim agent and exports the same.
+    with pytest.raises(AgentError, match="needs estimate_dim"):
+        SAC(cfg, ROBOT_SPEC, BOX)
+    state = sim.state_dict()
+    robot = SAC(cfg, ROBOT_SPEC, BOX, estimate_dim=estimate_dim_of(state))
+    load_sim_into_robot_sac(robot, state)
+    robot_obs = random_batch(ROBOT_SPEC, seed=7).obs
+    action = sim.act(robot_obs, deterministic=True)
+    np.testing.assert_allclose(robot.act(robot_obs, deterministic=True), action, rtol=1e-5, atol=1e-6)
+    policy = load_policy(export_policy(robot, tmp_path / "policy.pt"))
+    one = {k: v[0] for k, v in robot_obs.items()}
+    np.testing.assert_allclose(policy(one), action[0], rtol=1e-5, atol=1e-6)
+    export_onnx(robot, tmp_path / "policy.onnx")  # checked in onnxruntime against the torch policy
+    robot.update(random_batch(ROBOT_SPEC, seed=9))  # fine-tunes without privileged keys or head
+
+
+def test_an_actor_reading_the_state_estimate_needs_the_auxiliary_head() -> None:
+    with pytest.raises(AgentError, match="needs the auxiliary head"):
+        SAC(dataclasses.replace(SMALL, actor_reads_estimate=True), SIM_SPEC, BOX, privileged_keys=("state",))
+    assert estimate_dim_of(trained_sim_agent(AUX).state_dict()) is None

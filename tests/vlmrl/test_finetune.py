@@ -285,11 +285,12 @@ def test_a_sim_run_from_an_older_version_is_read_like_a_resume_and_keeps_its_aux
     assert weight == pytest.approx(1.0)
 
 
-def test_a_run_with_an_asymmetric_critic_is_fine_tuned_on_robot_keys_only(tmp_path, capsys):
-    """Its critics read the sim's privileged state; finetune hands them over without it (agents.sim_to_robot)."""
-    train_tiny_reach(
-        tmp_path, SACConfig(hidden_dims=(16, 16), privileged_aux_weight=1.0), 12, asymmetric_critic=True
-    )
+@pytest.mark.parametrize("estimate", [False, True], ids=["features", "state-estimate"])
+def test_a_run_with_an_asymmetric_critic_is_fine_tuned_on_robot_keys_only(tmp_path, capsys, estimate):
+    """Its critics read the sim's privileged state; finetune hands them over without it (agents.sim_to_robot).
+    An actor that reads the auxiliary head's state estimate keeps that head (``actor_reads_estimate``)."""
+    agent_cfg = SACConfig(hidden_dims=(16, 16), privileged_aux_weight=1.0, actor_reads_estimate=estimate)
+    train_tiny_reach(tmp_path, agent_cfg, 12, asymmetric_critic=True)
     ft = config(tmp_path, tmp_path / "sim", task="reach", episodes=1, batch_size=4, critic_warmup_updates=3)
     assert finetune.main(ft) == 0
     assert "handed over without their privileged inputs: folded" in capsys.readouterr().out
@@ -298,6 +299,9 @@ def test_a_run_with_an_asymmetric_critic_is_fine_tuned_on_robot_keys_only(tmp_pa
         for run in (tmp_path / "sim", tmp_path / "ft")
     )
     assert "privileged_head" in trained and "privileged_head" not in tuned
+    assert ("estimator.weight" in tuned["actor"]) == estimate
+    if estimate:  # the robot keeps the sim run's estimator as it was: only the auxiliary loss trains it
+        torch.testing.assert_close(tuned["actor"]["estimator.weight"], trained["privileged_head"]["weight"])
     assert tuned["critic_only_until"] == trained["num_updates"] + 3 < tuned["num_updates"]
     assert set(load_policy(tmp_path / "ft" / "policy.pt").obs_spec) == set(ROBOT_OBS)
     with pytest.raises(ConfigError, match="--critic-warmup-updates -1"):

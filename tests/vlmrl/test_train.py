@@ -279,6 +279,15 @@ def test_behaviour_cloning_needs_prior_data_in_each_batch(tmp_path) -> None:
         main(dataclasses.replace(base, agent=cloning, demo_episodes=2, prior_share=0.0))
 
 
+def test_an_actor_reading_the_state_estimate_needs_the_asymmetric_critic_and_its_head(tmp_path) -> None:
+    base = tiny(tmp_path / "a")
+    estimating = dataclasses.replace(base.agent, actor_reads_estimate=True)
+    with pytest.raises(ConfigError, match=r"add --asymmetric-critic and --agent\.privileged-aux-weight > 0"):
+        main(dataclasses.replace(base, agent=estimating))
+    with pytest.raises(ConfigError, match="add --asymmetric-critic"):
+        main(dataclasses.replace(base, agent=estimating, asymmetric_critic=True, policy_obs="robot"))
+
+
 def test_replay_sampler_settings_come_from_the_command_line() -> None:
     import tyro
 

@@ -247,7 +247,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     from agents.errors import AgentError
     from agents.export import export_policy
     from agents.sac import SAC
-    from agents.sim_to_robot import load_sim_into_robot_sac
+    from agents.sim_to_robot import estimate_dim_of, load_sim_into_robot_sac
     from robot.signals import interrupt_on_signals
     from vlm import scorer_prompt
 
@@ -263,7 +263,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     obs_spec = policy_obs_spec(state)  # the policy's robot keys, never the privileged state
     action_space: Any = action_space_of(state)  # the units the agent was trained in; the safety layer clips
     resumed = load_finetune_checkpoint(cfg)
-    agent = SAC(train.agent, obs_spec, action_space)
+    agent = SAC(train.agent, obs_spec, action_space, estimate_dim=estimate_dim_of(state["agent"]))
     if resumed:
         agent.load_state_dict(resumed["agent"])
     elif getattr(train, "asymmetric_critic", False):
@@ -547,7 +547,11 @@ def several_arms(
     ]
     connect(cfg.ray.address)
     policy = PolicySpec(
-        agent_cfg=agent.cfg, obs_spec=obs_spec, privileged_keys=(), policy_keys=tuple(obs_spec)
+        agent_cfg=agent.cfg,
+        obs_spec=obs_spec,
+        privileged_keys=(),
+        policy_keys=tuple(obs_spec),
+        estimate_dim=agent.estimate_dim,
     )
     source = ActorEpisodes(
         cfg.actors, f"finetune-{cfg.out_dir.resolve().name}-{uuid.uuid4().hex[:8]}", open_arm, None, policy,
