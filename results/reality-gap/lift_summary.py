@@ -26,6 +26,7 @@ CONDITIONS = {
     "light": "`--sim.randomize.preset light`",
     "nominal-std": "none, `--agent.pixel.standardize`",
     "light-std": "`light`, `--agent.pixel.standardize`",
+    "light-est-std": "`light`, `--agent.pixel.standardize --agent.actor-reads-estimate`",
 }
 
 
