@@ -104,26 +104,26 @@ class SAC:
         """The keys the actor (and an exported policy) reads: ``obs_spec`` without the privileged keys."""
         features = self.encoder.feature_dim
         critic_in = features + self.encoder.privileged_dim + self.action_dim
-        # Auxiliary head: actor features -> normalised privileged state (only where both exist and the
-        # encoder learns; a robot run without privileged keys simply has none).
-        self.privileged_head: nn.Linear | None = None
-        if cfg.privileged_aux_weight > 0.0 and self.encoder.privileged_keys and self.encoder_trains:
-            self.privileged_head = nn.Linear(features, self.encoder.privileged_dim).to(self.device)
-        estimate = self._estimate_dim(estimate_dim) if cfg.actor_reads_estimate else 0
+        # Initialisation order (actor, critics, head) as before actor_reads_estimate: same seed, same weights.
+        estimate = self._estimate_dim(cfg, estimate_dim) if cfg.actor_reads_estimate else 0
         self.estimate_dim = estimate or None
         """Size of the state estimate the actor reads (``actor_reads_estimate``), else None."""
         policy = Actor(
             estimate or features, self.action_dim, cfg.hidden_dims, cfg.log_std_min, cfg.log_std_max
         )
-        self.actor: Actor | EstimatingActor = policy
-        if (
-            estimate
-        ):  # this run's auxiliary head, or (a robot) a fixed one that comes with the actor's weights
-            self.actor = EstimatingActor(self.privileged_head or nn.Linear(features, estimate), policy)
         self.critic = TwinCritic(critic_in, cfg.hidden_dims, cfg.num_critics, cfg.layer_norm)
-        self.actor.to(self.device)
+        policy.to(self.device)
         self.critic.to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        # Auxiliary head: actor features -> normalised privileged state (only where both exist and the
+        # encoder learns; a robot run without privileged keys simply has none).
+        self.privileged_head: nn.Linear | None = None
+        if cfg.privileged_aux_weight > 0.0 and self.encoder.privileged_keys and self.encoder_trains:
+            self.privileged_head = nn.Linear(features, self.encoder.privileged_dim).to(self.device)
+        self.actor: Actor | EstimatingActor = policy
+        if estimate:  # this run's head, or (a robot) a fixed one that comes with the actor's weights
+            estimator = self.privileged_head or nn.Linear(features, estimate).to(self.device)
+            self.actor = EstimatingActor(estimator, policy)
         self.eval_actor = self.actor
         """What deterministic acting and export use: the actor, or its Polyak average (``actor_ema``)."""
         if cfg.actor_ema > 0.0:
@@ -160,10 +160,10 @@ class SAC:
         """Updates before this count train the critics (and encoder) only; the actor and temperature wait
         (``vlmrl finetune --critic-warmup-updates``: critics handed over from the sim adapt first)."""
 
-    def _estimate_dim(self, estimate_dim: int | None) -> int:
+    def _estimate_dim(self, cfg: SACConfig, estimate_dim: int | None) -> int:
         """Size of the state estimate an ``actor_reads_estimate`` actor reads; AgentError where none exists."""
         if self.encoder.privileged_keys:
-            if self.privileged_head is None:
+            if not (cfg.privileged_aux_weight > 0.0 and self.encoder_trains):  # no auxiliary head
                 raise AgentError(
                     "actor_reads_estimate needs the auxiliary head: privileged_aux_weight > 0 and a trained "
                     "pixel encoder"
