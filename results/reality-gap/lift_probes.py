@@ -28,6 +28,7 @@ PROBES = {  # name -> what it trains under (every probe: lift_probe.sh's recipe 
     "light-est": "`light`, `--agent.actor-reads-estimate`",
     "light-est-std": "`light`, `--agent.actor-reads-estimate --agent.pixel.standardize`",
     "light-std": "`light`, `--agent.pixel.standardize`",
+    "light-std-40k": "`light`, `--agent.pixel.standardize`, 40k steps",
 }
 
 
@@ -46,8 +47,8 @@ def main() -> None:
             finished[(match[1], int(match[2]))] = match[4]
     record: dict = {}
     lines = [
-        "| trained under | seed | success at 20k | best evaluation | evaluations (2.5k ... 20k) | commit |",
-        "|---|---|---|---|---|---|",
+        "| trained under | seed | steps | final success | best evaluation | evaluations (every 2.5k) | commit |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, label in PROBES.items():
         for (probe, seed), commit in sorted(finished.items()):
@@ -58,7 +59,7 @@ def main() -> None:
             values = np.array([curve[s] for s in steps])
             record[f"{name}-s{seed}"] = {"label": label, "seed": seed, "commit": commit, "evals": curve}
             lines.append(
-                f"| {label} | {seed} | {100 * values[-1]:.0f}% | {100 * values.max():.0f}% | "
+                f"| {label} | {seed} | {steps[-1]:,} | {100 * values[-1]:.0f}% | {100 * values.max():.0f}% | "
                 f"{', '.join(f'{100 * v:.0f}' for v in values)} | {commit} |"
             )
     text = "\n".join(lines) + "\n"
