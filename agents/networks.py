@@ -128,15 +128,17 @@ class EstimatingActor(nn.Module):
         self.estimator = estimator
         self.policy = policy
 
+    def estimate(self, features: Tensor) -> Tensor:
+        """The estimated normalised privileged state (no gradient reaches the estimator from here)."""
+        return F.linear(features, self.estimator.weight.detach(), self.estimator.bias.detach())
+
     def forward(self, features: Tensor) -> tuple[Tensor, Tensor]:
         """Mean and log standard deviation (before tanh) of the policy at the estimated state."""
-        estimate = F.linear(features, self.estimator.weight.detach(), self.estimator.bias.detach())
-        return self.policy(estimate)
+        return self.policy(self.estimate(features))
 
     def deterministic(self, features: Tensor) -> Tensor:
-        """The mode of the squashed policy, tanh(mean), in [-1, 1]."""
-        mean, _ = self.forward(features)
-        return torch.tanh(mean)
+        """The policy's mode, tanh(mean), in [-1, 1], at the estimated state."""
+        return self.policy.deterministic(self.estimate(features))
 
 
 def sample_squashed(

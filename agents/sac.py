@@ -104,8 +104,13 @@ class SAC:
         """The keys the actor (and an exported policy) reads: ``obs_spec`` without the privileged keys."""
         features = self.encoder.feature_dim
         critic_in = features + self.encoder.privileged_dim + self.action_dim
+        # Auxiliary head: actor features -> normalised privileged state (only where both exist and the
+        # encoder learns; a robot run without privileged keys simply has none).
+        has_head = (
+            cfg.privileged_aux_weight > 0.0 and bool(self.encoder.privileged_keys) and self.encoder_trains
+        )
         # Initialisation order (actor, critics, head) as before actor_reads_estimate: same seed, same weights.
-        estimate = self._estimate_dim(cfg, estimate_dim) if cfg.actor_reads_estimate else 0
+        estimate = self._estimate_dim(has_head, estimate_dim) if cfg.actor_reads_estimate else 0
         self.estimate_dim = estimate or None
         """Size of the state estimate the actor reads (``actor_reads_estimate``), else None."""
         policy = Actor(
@@ -115,10 +120,8 @@ class SAC:
         policy.to(self.device)
         self.critic.to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        # Auxiliary head: actor features -> normalised privileged state (only where both exist and the
-        # encoder learns; a robot run without privileged keys simply has none).
         self.privileged_head: nn.Linear | None = None
-        if cfg.privileged_aux_weight > 0.0 and self.encoder.privileged_keys and self.encoder_trains:
+        if has_head:
             self.privileged_head = nn.Linear(features, self.encoder.privileged_dim).to(self.device)
         self.actor: Actor | EstimatingActor = policy
         if estimate:  # this run's head, or (a robot) a fixed one that comes with the actor's weights
@@ -160,10 +163,10 @@ class SAC:
         """Updates before this count train the critics (and encoder) only; the actor and temperature wait
         (``vlmrl finetune --critic-warmup-updates``: critics handed over from the sim adapt first)."""
 
-    def _estimate_dim(self, cfg: SACConfig, estimate_dim: int | None) -> int:
+    def _estimate_dim(self, has_head: bool, estimate_dim: int | None) -> int:
         """Size of the state estimate an ``actor_reads_estimate`` actor reads; AgentError where none exists."""
         if self.encoder.privileged_keys:
-            if not (cfg.privileged_aux_weight > 0.0 and self.encoder_trains):  # no auxiliary head
+            if not has_head:
                 raise AgentError(
                     "actor_reads_estimate needs the auxiliary head: privileged_aux_weight > 0 and a trained "
                     "pixel encoder"

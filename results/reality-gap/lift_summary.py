@@ -5,13 +5,14 @@ grids (``vlmrl evaluate``, 10 episodes a row).
     .venv/bin/python results/reality-gap/lift_summary.py EVAL_DIR COMMIT [EVAL_DIR COMMIT ...]
 
 Each EVAL_DIR holds ``eval-<grid>-<condition>-s<seed>/evaluate.json`` (``lift_eval.sh``, ``lift_eval_std.sh``;
-the policies: ``lift_train.sh``, ``lift_train_std.sh`` and results/pixel-reach lift-robot-recipe-D-s0..2),
+the policies: ``lift_train.sh``, ``lift_probe.sh`` and results/pixel-reach lift-robot-recipe-D-s0..2),
 trained and evaluated at COMMIT; writes ``lift.md`` and ``lift.json`` here and copies each ``evaluate.md`` to
 ``lift-runs/``.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import sys
@@ -46,7 +47,7 @@ def main() -> None:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for grid in ("medium", "light"):
-        for (evals, commit), (cond, label) in ((source, c) for c in CONDITIONS.items() for source in sources):
+        for (cond, label), (evals, commit) in itertools.product(CONDITIONS.items(), sources):
             summaries = {}
             for path in sorted(evals.glob(f"eval-{grid}-{cond}-s*/evaluate.json")):
                 seed_text = path.parent.name.removeprefix(f"eval-{grid}-{cond}-s")
