@@ -13,6 +13,10 @@ from typing import NoReturn
 
 VERBS: dict[str, tuple[str, str]] = {
     "train": ("vlmrl.pipelines.train", "train a SAC policy in simulation with VLM-guided replay"),
+    "pretrain": (
+        "vlmrl.pipelines.pretrain",
+        "pretrain the pixel encoder on the twin's (randomised) frames to read the state",
+    ),
     "finetune": ("vlmrl.pipelines.finetune", "fine-tune a sim-trained policy on a robot (or its twin)"),
     "deploy": ("vlmrl.pipelines.deploy", "run an exported policy at a fixed rate through the safety layer"),
     "evaluate": (
