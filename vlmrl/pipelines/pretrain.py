@@ -51,7 +51,7 @@ class Config:
     """Episodes (other seeds) on which the fit is measured."""
     random_share: float = 0.2
     """Share of the episodes that act uniformly at random; the scripted expert drives the others."""
-    action_noise: float = 0.5
+    action_noise: float = 0.3
     """The expert's episodes add Gaussian noise to each action, its standard deviation drawn per episode
     uniformly in [0, x] times the action range's half-width."""
     steps: int = 3000
@@ -66,6 +66,10 @@ class Config:
     """Where the weights go (``pretrain.json`` beside them)."""
     torch_threads: int = 1
     """Torch threads for the fit."""
+    workspace_m: float = 0.25
+    """An episode ends once the cube is this far (in the table's plane) from where it started: the noisy
+    expert sometimes squeezes it out of the gripper and flings it off the table, and those frames would
+    dominate the regression."""
 
 
 def check(cfg: Config) -> None:
@@ -79,8 +83,8 @@ def check(cfg: Config) -> None:
             raise ConfigError(f"pretrain: --{name.replace('_', '-')} must be >= 1, got {getattr(cfg, name)}")
     if not 0.0 <= cfg.random_share <= 1.0:
         raise ConfigError(f"pretrain: --random-share must be in [0, 1], got {cfg.random_share}")
-    if cfg.action_noise < 0 or cfg.lr <= 0:
-        raise ConfigError("pretrain: --action-noise must be >= 0 and --lr > 0")
+    if cfg.action_noise < 0 or cfg.lr <= 0 or cfg.workspace_m <= 0:
+        raise ConfigError("pretrain: --action-noise must be >= 0, --lr and --workspace-m > 0")
     if cfg.pixel.frozen or cfg.pixel.weights_path:
         raise ConfigError("pretrain: --pixel.frozen and --pixel.weights-path belong to the training run")
 
@@ -90,7 +94,10 @@ def collect(env: Any, episodes: int, seed_base: int, cfg: Config) -> tuple[dict[
     episodes, episode e reset with seed ``seed_base + e``."""
     from robot.contract import STATE_KEY
     from sim.errors import SimError
+    from sim.so101.env import STATE_NAMES
     from sim.so101.scripted import ScriptedPolicy
+
+    cube_xy = slice(STATE_NAMES.index("cube_x_m"), STATE_NAMES.index("cube_y_m") + 1)
 
     expert = ScriptedPolicy(env)
     space = env.action_space
@@ -103,7 +110,8 @@ def collect(env: Any, episodes: int, seed_base: int, cfg: Config) -> tuple[dict[
         expert.reset()
         random_episode = rng.random() < cfg.random_share
         noise = rng.uniform(0.0, cfg.action_noise)
-        while True:
+        start = obs[STATE_KEY][cube_xy].copy()
+        while np.linalg.norm(obs[STATE_KEY][cube_xy] - start) <= cfg.workspace_m:
             for key, value in obs.items():
                 if key.startswith("pixels/"):
                     frames.setdefault(key, []).append(value)
