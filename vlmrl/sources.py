@@ -50,6 +50,8 @@ class EnvEpisodes:
         seed_base: episode e resets with seed ``seed_base + e``.
         extra_info: values added to every step's info (demonstrations in a run with env actors store
             ``policy_version`` -1).
+        reset_options: called before each episode for the env's reset ``options`` (``vlmrl train``'s
+            randomisation curriculum); None: no options.
     """
 
     def __init__(
@@ -59,13 +61,16 @@ class EnvEpisodes:
         stored_keys: Sequence[str],
         seed_base: int,
         extra_info: dict[str, float] | None = None,
+        reset_options: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self.env, self.buffer, self.stored_keys, self.seed_base = env, buffer, list(stored_keys), seed_base
         self.extra_info = extra_info or {}
+        self.reset_options = reset_options
 
     def collect(self, episode: int, act: Act, after_step: Callable[[], None]) -> dict[str, float]:
         """One episode with ``act`` choosing actions (see ``ExperienceSource.collect``)."""
-        obs, _ = self.env.reset(seed=self.seed_base + episode)
+        options = self.reset_options() if self.reset_options is not None else None
+        obs, _ = self.env.reset(seed=self.seed_base + episode, options=options)
         episode_return, length, success = 0.0, 0, False
         while True:
             action = act(obs)

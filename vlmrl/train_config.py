@@ -133,6 +133,11 @@ class TrainConfig:
     counted in total_steps. It must hold the arrays this run stores (same keys, cameras and image size)."""
     skip_corrupt: bool = False
     """With ``prior_data``: leave out its damaged episodes (named on the terminal) instead of stopping."""
+    randomize_ramp_steps: int = 0
+    """With ``--sim.randomize``: a curriculum. Each training episode's perturbation is drawn at most
+    ``step / N`` of the full ranges (every factor's magnitude uniform in [0, step / N] x its range), so the
+    run starts on the nominal twin and reaches the full randomisation at env step N. Demonstrations and
+    evaluations use the full ranges. 0: the full ranges from the first step."""
     asymmetric_critic: bool = False
     """With ``--policy-obs robot``: the critics also read the sim's privileged ``state`` vector (simulation
     only); the actor and the exported policy still read only the robot's keys."""
@@ -298,6 +303,15 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
             "agent.actor_reads_estimate reads the auxiliary head's state estimate: add --asymmetric-critic and "
             "--agent.privileged-aux-weight > 0"
         )
+    if cfg.randomize_ramp_steps < 0:
+        raise ConfigError(f"randomize_ramp_steps must be >= 0, got {cfg.randomize_ramp_steps}")
+    if cfg.randomize_ramp_steps and (cfg.sim.suite != "so101" or cfg.sim.randomize.preset == "none"):
+        raise ConfigError(
+            "randomize_ramp_steps ramps the twin's randomisation up: set --sim.randomize.preset "
+            "(light, medium or strong) on the SO-101 twin"
+        )
+    if cfg.randomize_ramp_steps and cfg.actors:
+        raise ConfigError("randomize_ramp_steps is not supported with --actors (the env actors draw their own)")
     if cfg.asymmetric_critic and cfg.policy_obs != "robot":
         raise ConfigError(
             "asymmetric_critic needs --policy-obs robot (with state the actor reads it already)"

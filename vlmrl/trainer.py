@@ -318,7 +318,8 @@ class Trainer:
         cfg = self.cfg
         seed_base = cfg.seed * TRAIN_SEED_STRIDE
         if not cfg.actors:
-            return EnvEpisodes(self.env, self.buffer, self.stored_keys, seed_base)
+            ramp = self._randomize_ramp if cfg.randomize_ramp_steps else None
+            return EnvEpisodes(self.env, self.buffer, self.stored_keys, seed_base, reset_options=ramp)
         from vlmrl.actor_source import ActorEpisodes, connect  # imports Ray: only with --actors
         from vlmrl.env_actor import PolicySpec
 
@@ -336,6 +337,11 @@ class Trainer:
         )  # fmt: skip
         print(f"vlmrl train: {cfg.actors} env actors on the Ray cluster (learner: this process)")
         return self.actors
+
+    def _randomize_ramp(self) -> dict[str, Any]:
+        """Reset options of the next training episode under ``--randomize-ramp-steps``: the share of the
+        randomisation ranges reached at this step (checkpointed with the step, so a resume is exact)."""
+        return {"randomize_scale": min(1.0, self.state.step / self.cfg.randomize_ramp_steps)}
 
     def _add_demonstrations(self) -> None:
         """Put the scripted expert's episodes in the buffer (once per run, before the first step)."""

@@ -155,12 +155,15 @@ class SO101Env(gymnasium.Env):
         self._targets = np.array([self.sim.joint_targets()[n] for n in JOINT_NAMES], dtype=np.float32)
         self._tcp_target = self.sim.tcp_position()
         self._steps = 0
-        self._perturb(rng, (options or {}).get("perturbation"))
+        self._perturb(rng, (options or {}).get("perturbation"), (options or {}).get("randomize_scale", 1.0))
         status = self.task.evaluate(self.sim)
         return self._observation(), {"success": status.success, "progress": status.progress}
 
-    def _perturb(self, rng: np.random.Generator, given: Perturbation | None) -> None:
-        """Draw (or take) this episode's perturbation and write it into the model."""
+    def _perturb(self, rng: np.random.Generator, given: Perturbation | None, scale: float = 1.0) -> None:
+        """Draw (or take) this episode's perturbation and write it into the model; ``scale`` in [0, 1]
+        caps the drawn magnitudes at that share of the ranges (a curriculum; the same draws are made)."""
+        if not 0.0 <= scale <= 1.0:
+            raise SimError(f"reset option randomize_scale must be in [0, 1], got {scale}")
         if given is None and not self.randomize_ranges.active():
             if self.perturbation != Perturbation():
                 # A previous episode was given one. The nominal table has no texture: nothing to upload.
@@ -171,7 +174,9 @@ class SO101Env(gymnasium.Env):
         # Drawn after the task placed the objects: a seed starts from the same state with or without it.
         episode_rng = episode_generator(int(rng.integers(2**63)), self.cfg.randomize.seed_salt)
         if given is None:
-            given = draw(self.randomize_ranges, episode_rng, CAMERAS, per_camera=self._camera_ranges)
+            given = draw(
+                self.randomize_ranges, episode_rng, CAMERAS, (0.0, scale), per_camera=self._camera_ranges
+            )
         self.perturbation = given
         self._noise_rng = episode_rng
         self.sim.upload_textures(self._randomizer.apply(given, self.sim.data))

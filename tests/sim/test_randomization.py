@@ -15,6 +15,7 @@ from sim.errors import SimError
 from sim.randomization import FACTORS, HELD_OUT_MAGNITUDE, PRESETS, Perturbation, draw, episode_generator
 
 STRONG = RandomizeConfig(preset="strong")
+STRONG_RANGES = PRESETS["strong"]
 
 
 def twin(randomize: RandomizeConfig = STRONG, **overrides: object):
@@ -136,6 +137,28 @@ def test_the_held_out_magnitudes_lie_outside_every_training_range() -> None:
         assert np.linalg.norm(held.camera_offset_m["front"]) >= ranges.camera_pos_m - 1e-12
         assert held.latency_steps == ranges.max_latency_steps
     assert set(FACTORS) <= {f.name for f in dataclasses.fields(RandomizeConfig)}
+
+
+def test_a_curriculum_scale_shrinks_every_draw_and_zero_is_the_nominal_twin() -> None:
+    env = twin()
+    env.reset(seed=5)
+    full = env.perturbation
+    env.reset(seed=5, options={"randomize_scale": 0.0})
+    assert env.perturbation.cube_mass_scale == 1.0 and env.perturbation.light_scale == 1.0
+    assert env.perturbation.latency_steps == 0 and env.perturbation.joint_noise_std == 0.0
+    assert np.linalg.norm(env.perturbation.camera_offset_m["front"]) == 0.0
+    for seed in range(8):
+        env.reset(seed=seed)
+        full = env.perturbation
+        env.reset(seed=seed, options={"randomize_scale": 0.5})
+        half = env.perturbation
+        assert abs(half.cube_mass_scale - 1) <= 0.5 * STRONG_RANGES.cube_mass_frac
+        assert abs(half.cube_mass_scale - 1) < abs(full.cube_mass_scale - 1) or full.cube_mass_scale == 1
+        assert half.latency_steps <= full.latency_steps
+        assert half.texture_contrast <= full.texture_contrast
+    with pytest.raises(SimError, match=r"randomize_scale must be in \[0, 1\], got 1.5"):
+        env.reset(seed=0, options={"randomize_scale": 1.5})
+    env.close()
 
 
 def test_a_config_read_back_from_json_keeps_its_randomisation() -> None:

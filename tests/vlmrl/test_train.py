@@ -13,7 +13,8 @@ import torch
 from agents.config import PixelEncoderConfig, SACConfig
 from agents.export import load_policy
 from buffer.config import BufferConfig
-from sim.config import SimConfig
+from sim.config import RandomizeConfig, SimConfig
+from sim.randomization import PRESETS
 from vlm.aux_reward import aux_rewards
 from vlm.config import AuxRewardConfig, WorkerConfig
 from vlmrl import cli
@@ -286,6 +287,33 @@ def test_an_actor_reading_the_state_estimate_needs_the_asymmetric_critic_and_its
         main(dataclasses.replace(base, agent=estimating))
     with pytest.raises(ConfigError, match="add --asymmetric-critic"):
         main(dataclasses.replace(base, agent=estimating, asymmetric_critic=True, policy_obs="robot"))
+
+
+def test_the_randomisation_curriculum_starts_nominal_and_reaches_the_full_ranges(tmp_path) -> None:
+    from sim.randomization import Perturbation
+
+    base = tiny(tmp_path / "ramp")
+    sim = dataclasses.replace(base.sim, task="lift", randomize=RandomizeConfig(preset="strong"))
+    trainer = Trainer.create(dataclasses.replace(base, sim=sim, randomize_ramp_steps=200))
+    source, env = trainer.episode_source(), trainer.env.unwrapped
+    mass_frac = PRESETS["strong"].cube_mass_frac
+    sizes = []
+    for step in (0, 100, 200, 400):
+        trainer.state.step = step
+        source.collect(3, lambda obs: np.zeros(6, np.float32), lambda: None)
+        sizes.append(abs(env.perturbation.cube_mass_scale - 1))
+        if step == 0:  # the nominal twin: every draw zero
+            p = env.perturbation
+            cameras = [*p.camera_offset_m.values(), *p.camera_rotation.values(), p.camera_fovy_deg.values()]
+            assert all(not any(v) for v in cameras)
+            no_camera = {"camera_offset_m": {}, "camera_rotation": {}, "camera_fovy_deg": {}}
+            assert dataclasses.replace(p, **no_camera) == Perturbation()
+    assert sizes[0] == 0 and 0 < sizes[1] <= 0.5 * mass_frac and sizes[2] == sizes[3] > sizes[1]
+    trainer.env.close()
+    with pytest.raises(ConfigError, match="set --sim.randomize.preset"):
+        main(dataclasses.replace(base, randomize_ramp_steps=100))
+    with pytest.raises(ConfigError, match="randomize_ramp_steps must be >= 0"):
+        main(dataclasses.replace(base, sim=sim, randomize_ramp_steps=-1))
 
 
 def test_replay_sampler_settings_come_from_the_command_line() -> None:
