@@ -364,7 +364,7 @@ def draw(
     force = 1.0 + signed(ranges.gripper_force_frac)
     latency_draw = int(rng.integers(0, ranges.max_latency_steps + 1))
     # Held out: the most latency; a curriculum's cap below 1 (``high``) shortens the drawn one alike.
-    latency = ranges.max_latency_steps if low >= 1.0 else int(round(latency_draw * min(high, 1.0)))
+    latency = ranges.max_latency_steps if low >= 1.0 else round(latency_draw * min(high, 1.0))
     noise = rng.uniform(low, high) * ranges.joint_noise_deg
     # The texture draws from a child generator: ``rng``'s stream (the other factors, and the per-step
     # joint noise the env draws from it next) stays what it was before the texture factor existed.

@@ -311,7 +311,9 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
             "(light, medium or strong) on the SO-101 twin"
         )
     if cfg.randomize_ramp_steps and cfg.actors:
-        raise ConfigError("randomize_ramp_steps is not supported with --actors (the env actors draw their own)")
+        raise ConfigError(
+            "randomize_ramp_steps is not supported with --actors (the env actors draw their own)"
+        )
     if cfg.asymmetric_critic and cfg.policy_obs != "robot":
         raise ConfigError(
             "asymmetric_critic needs --policy-obs robot (with state the actor reads it already)"

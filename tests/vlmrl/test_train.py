@@ -310,7 +310,7 @@ def test_the_randomisation_curriculum_starts_nominal_and_reaches_the_full_ranges
             assert dataclasses.replace(p, **no_camera) == Perturbation()
     assert sizes[0] == 0 and 0 < sizes[1] <= 0.5 * mass_frac and sizes[2] == sizes[3] > sizes[1]
     trainer.env.close()
-    with pytest.raises(ConfigError, match="set --sim.randomize.preset"):
+    with pytest.raises(ConfigError, match=r"set --sim\.randomize\.preset"):
         main(dataclasses.replace(base, randomize_ramp_steps=100))
     with pytest.raises(ConfigError, match="randomize_ramp_steps must be >= 0"):
         main(dataclasses.replace(base, sim=sim, randomize_ramp_steps=-1))
