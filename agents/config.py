@@ -39,6 +39,11 @@ class PixelEncoderConfig:
     which the twin's domain randomisation draws per episode and a real camera's exposure and white balance
     bring, then reach the convs only as what they change relative to the rest of the image. Part of the
     exported policy."""
+    color_jitter: float = 0.0
+    """Colour augmentation of the policy images in training updates (after the DrQ shift), per image:
+    contrast about its mean, brightness, and each channel's gain, each a factor uniform in [1 - x, 1 + x]
+    (the channel gains in [1 - x/2, 1 + x/2]), clipped to the pixel range. It teaches the encoder what
+    a change of light, white balance or colour does not change. 0: off (the updates draw nothing)."""
     frozen: bool = False
     """Keep the conv net fixed (no gradients, half the cost of an update): for an encoder pretrained on
     the twin's own frames (``agents.pretrain``) or loaded from ``weights_path``."""

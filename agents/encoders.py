@@ -55,6 +55,8 @@ class PixelEncoder(nn.Module):
         height, width, channels = image_shape
         if cfg.num_layers < 1 or cfg.channels < 1 or cfg.first_channels < 1 or cfg.feature_dim < 1:
             raise AgentError("pixel encoder needs num_layers, channels, first_channels and feature_dim >= 1")
+        if not 0.0 <= cfg.color_jitter < 1.0:
+            raise AgentError(f"pixel.color_jitter must be in [0, 1), got {cfg.color_jitter}")
         self.stride = subsample_stride(min(height, width), cfg.image_size)
         layers: list[nn.Module] = []
         in_channels = channels
@@ -113,6 +115,25 @@ class PixelEncoder(nn.Module):
         pixels = images.reshape(batch, -1).gather(1, table.index_select(0, which))
         x = pixels.view(batch, channels, *self._policy_px(height, width)).to(torch.float32)
         return x.mul_(1.0 / 255.0).sub_(0.5)
+
+    @torch.jit.unused
+    def color_jitter(self, x: Tensor, amount: float, generator: torch.Generator | None = None) -> Tensor:
+        """``PixelEncoderConfig.color_jitter`` on prepared images float32[B, C, h, w] in [-0.5, 0.5]:
+        a new tensor; ``amount`` 0 returns ``x``."""
+        if amount <= 0:
+            return x
+        batch, channels = x.shape[0], x.shape[1]
+
+        def factor(shape: tuple[int, ...], spread: float) -> Tensor:
+            u = torch.rand(shape, generator=generator, device=x.device)
+            return 1.0 + spread * (2.0 * u - 1.0)
+
+        contrast = factor((batch, 1, 1, 1), amount)
+        gain = factor((batch, 1, 1, 1), amount) * factor((batch, channels, 1, 1), amount / 2)
+        pixels = x + 0.5
+        mean = pixels.mean(dim=(1, 2, 3), keepdim=True)
+        pixels = ((pixels - mean) * contrast + mean) * gain
+        return pixels.clamp_(0.0, 1.0).sub_(0.5)
 
     def _policy_px(self, height: int, width: int) -> tuple[int, int]:
         return -(-height // self.stride), -(-width // self.stride)  # what [::stride] keeps

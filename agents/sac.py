@@ -247,6 +247,10 @@ class SAC:
                 encoder = self.encoder.pixel_encoder(key)
                 obs[key] = encoder.prepare_shifted(obs[key], pad, self.generator)
                 next_obs[key] = encoder.prepare_shifted(next_obs[key], pad, self.generator)
+                if self.cfg.pixel.color_jitter > 0:
+                    jitter = self.cfg.pixel.color_jitter
+                    obs[key] = encoder.color_jitter(obs[key], jitter, self.generator)
+                    next_obs[key] = encoder.color_jitter(next_obs[key], jitter, self.generator)
         noise_shape = (action.shape[0], self.action_dim)
         next_noise = torch.randn(noise_shape, generator=self.generator, device=self.device)
         pi_noise = torch.randn(noise_shape, generator=self.generator, device=self.device)

@@ -208,3 +208,30 @@ def test_standardized_images_make_features_blind_to_global_light_and_colour(tmp_
     policy = load_policy(export_policy(sac, tmp_path / "policy.pt"))
     np.testing.assert_allclose(policy(obs), sac.act(obs, deterministic=True), rtol=1e-5, atol=1e-6)
     export_onnx(sac, tmp_path / "policy.onnx")  # checked in onnxruntime against the torch policy
+
+
+def test_colour_jitter_varies_each_images_light_and_colour_but_not_its_layout() -> None:
+    encoder = PixelEncoder((16, 16, 3), dataclasses.replace(PIXELS, color_jitter=0.3))
+    images = torch.rand(64, 3, 16, 16) - 0.5
+    generator = torch.Generator().manual_seed(0)
+    jittered = encoder.color_jitter(images, 0.3, generator)
+    assert jittered.shape == images.shape and jittered.min() >= -0.5 and jittered.max() <= 0.5
+    assert encoder.color_jitter(images, 0.0) is images
+    change = (jittered - images).abs().mean(dim=(1, 2, 3))
+    assert change.min() > 0 and change.std() > 0  # every image changed, each by its own draw
+    # A global gain and contrast: each channel stays an increasing function of the original pixel.
+    for b in range(4):
+        for c in range(3):
+            order = images[b, c].flatten().argsort()
+            kept = jittered[b, c].flatten()[order]
+            assert torch.all(kept[1:] >= kept[:-1] - 1e-6)
+    # The updates draw it from the agent's generator: with it on, the same seed gives the same update,
+    # and a different one from the run without it.
+    spec_cfg = dataclasses.replace(SMALL, pixel=dataclasses.replace(PIXELS, color_jitter=0.3))
+    losses = [
+        SAC(spec_cfg, ROBOT_SPEC, BOX).update(random_batch(ROBOT_SPEC))["critic_loss"] for _ in range(2)
+    ]
+    assert losses[0] == losses[1]
+    assert SAC(SMALL, ROBOT_SPEC, BOX).update(random_batch(ROBOT_SPEC))["critic_loss"] != losses[0]
+    with pytest.raises(AgentError, match=r"color_jitter must be in \[0, 1\), got 1.5"):
+        PixelEncoder((16, 16, 3), dataclasses.replace(PIXELS, color_jitter=1.5))
