@@ -87,7 +87,10 @@ class EnvEpisodes:
             if terminated or truncated:
                 break
             obs = next_obs
-        return {"return": episode_return, "length": float(length), "success": float(success)}
+        stats = {"return": episode_return, "length": float(length), "success": float(success)}
+        if options and "randomize_scale" in options:  # the curriculum's stage, in the logs and curves
+            stats["randomize_scale"] = float(options["randomize_scale"])
+        return stats
 
 
 class RobotEpisodes:

@@ -1,10 +1,11 @@
 """Issue #19 lift probes: which randomised factor stops lift from robot observations, and what each remedy
 does. Reads each probe run's TensorBoard evaluations and its line in ``train.out`` (commit, arguments).
 
-    .venv/bin/python results/reality-gap/lift_probes.py RUNS_DIR
+    .venv/bin/python results/reality-gap/lift_probes.py RUNS_DIR [RUNS_DIR ...]
 
-RUNS_DIR holds ``<name>-s<seed>/tb`` and ``train.out`` (``lift_probe.sh`` writes both); writes
-``lift_probes.md`` and ``lift_probes.json`` here.
+Each RUNS_DIR holds ``<name>-s<seed>/tb`` and ``train.out`` (``lift_probe.sh`` writes both); writes
+``lift_probes.md`` and ``lift_probes.json`` here. "last 3" is the mean of the last three evaluations
+(7,500 steps, 60 episodes): less noisy than the final one (20 episodes).
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ PROBES = {  # name -> what it trains under (every probe: lift_probe.sh's recipe 
     "light-est-std": "`light`, `--agent.actor-reads-estimate --agent.pixel.standardize`",
     "light-std": "`light`, `--agent.pixel.standardize`",
     "light-std-40k": "`light`, `--agent.pixel.standardize`, 40k steps",
+    "pre-std": "`light`, `--agent.pixel.standardize`, encoder from `vlmrl pretrain` (`light` frames)",
+    "ramp10k-std": "`light`, `--agent.pixel.standardize --randomize-ramp-steps 10000` (curriculum)",
+    "jit3-std": "`light`, `--agent.pixel.standardize --agent.pixel.color-jitter 0.3`",
+    "jit3": "`light`, `--agent.pixel.color-jitter 0.3`",
+    "ramp10k-jit3-std": "`light`, `--agent.pixel.standardize --agent.pixel.color-jitter 0.3 --randomize-ramp-steps 10000`",
 }
 
 
@@ -39,19 +45,19 @@ def evaluations(tb: Path) -> dict[int, float]:
 
 
 def main() -> None:
-    runs = Path(sys.argv[1])
-    finished: dict[tuple[str, int], str] = {}
-    for line in (runs / "train.out").read_text().splitlines():
-        match = re.match(r"(\S+) seed (\d+) rc 0 wall (\d+) commit (\w+)", line)
-        if match:
-            finished[(match[1], int(match[2]))] = match[4]
+    finished: dict[tuple[str, int], tuple[str, Path]] = {}
+    for runs in map(Path, sys.argv[1:]):
+        for line in (runs / "train.out").read_text().splitlines():
+            match = re.match(r"(\S+) seed (\d+) rc 0 wall (\d+) commit (\w+)", line)
+            if match:
+                finished[(match[1], int(match[2]))] = (match[4], runs)
     record: dict = {}
     lines = [
-        "| trained under | seed | steps | final success | best evaluation | evaluations (every 2.5k) | commit |",
-        "|---|---|---|---|---|---|---|",
+        "| trained under | seed | steps | final success | last 3 | best evaluation | evaluations (every 2.5k) | commit |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, label in PROBES.items():
-        for (probe, seed), commit in sorted(finished.items()):
+        for (probe, seed), (commit, runs) in sorted(finished.items()):
             if probe != name:
                 continue
             curve = evaluations(runs / f"{name}-s{seed}" / "tb")
@@ -59,7 +65,8 @@ def main() -> None:
             values = np.array([curve[s] for s in steps])
             record[f"{name}-s{seed}"] = {"label": label, "seed": seed, "commit": commit, "evals": curve}
             lines.append(
-                f"| {label} | {seed} | {steps[-1]:,} | {100 * values[-1]:.0f}% | {100 * values.max():.0f}% | "
+                f"| {label} | {seed} | {steps[-1]:,} | {100 * values[-1]:.0f}% | {100 * values[-3:].mean():.0f}% | "
+                f"{100 * values.max():.0f}% | "
                 f"{', '.join(f'{100 * v:.0f}' for v in values)} | {commit} |"
             )
     text = "\n".join(lines) + "\n"

@@ -28,6 +28,9 @@ CONDITIONS = {
     "nominal-std": "none, `--agent.pixel.standardize`",
     "light-std": "`light`, `--agent.pixel.standardize`",
     "light-est-std": "`light`, `--agent.pixel.standardize --agent.actor-reads-estimate`",
+    "ramp10k-std": "`light`, `--agent.pixel.standardize --randomize-ramp-steps 10000`",
+    "jit3-std": "`light`, `--agent.pixel.standardize --agent.pixel.color-jitter 0.3`",
+    "ramp10k-jit3-std": "`light`, `--agent.pixel.standardize --agent.pixel.color-jitter 0.3 --randomize-ramp-steps 10000`",
 }
 
 

@@ -300,7 +300,8 @@ def test_the_randomisation_curriculum_starts_nominal_and_reaches_the_full_ranges
     sizes = []
     for step in (0, 100, 200, 400):
         trainer.state.step = step
-        source.collect(3, lambda obs: np.zeros(6, np.float32), lambda: None)
+        stats = source.collect(3, lambda obs: np.zeros(6, np.float32), lambda: None)
+        assert stats["randomize_scale"] == min(1.0, step / 200)  # logged as train/randomize_scale
         sizes.append(abs(env.perturbation.cube_mass_scale - 1))
         if step == 0:  # the nominal twin: every draw zero
             p = env.perturbation
