@@ -42,6 +42,13 @@ class LoopState:
     """Global buffer rows [0, demo_rows) hold the demonstrations and the prior data."""
     prior_episodes_added: int = -1
     """Episodes copied from ``--prior-data`` (-1: not added yet; added once per run, before the first step)."""
+    best_eval_step: int = -1
+    """Env step of the best scheduled evaluation so far (highest success rate, then highest mean return,
+    then the latest), whose policy is ``best_policy.pt``; -1: none yet."""
+    best_eval_success: float = -1.0
+    """That evaluation's success rate."""
+    best_eval_return: float = float("-inf")
+    """That evaluation's mean return."""
 
 
 class ExperienceSource(Protocol):

@@ -191,6 +191,15 @@ def write_report(
         "|---|---|---|",
         f"| {final.success_rate:.0%} | {final.mean_return:.3f} | {final.mean_length:.1f} |",
         "",
+        *(
+            [
+                f"Best scheduled evaluation: {state.best_eval_success:.0%} at step {state.best_eval_step} "
+                "(`best_policy.pt`: the highest success rate, then mean return).",
+                "",
+            ]
+            if getattr(state, "best_eval_step", -1) >= 0
+            else []
+        ),
         "## Evaluations during training",
         "",
         "| env steps | success rate | mean return | mean length |",
@@ -208,6 +217,11 @@ def write_report(
         if video
         else f"- no video ({'no camera' if not cfg.sim.cameras else '--video-episodes 0'})",
         "- `policy.pt`: TorchScript actor with observation normalisation baked in (`agents.export.load_policy`)",
+        *(
+            ["- `best_policy.pt`: the same, from the best scheduled evaluation"]
+            if getattr(state, "best_eval_step", -1) >= 0
+            else []
+        ),
         "- `checkpoint/`: everything for `--resume`; `tb/`: TensorBoard scalars; `config.json`: resolved config",
         "",
     ]

@@ -408,7 +408,7 @@ class Trainer:
             state.next_eval_step += cfg.eval_every_steps * (
                 1 + (state.step - state.next_eval_step) // cfg.eval_every_steps
             )
-            self._evaluate(writer)
+            self._keep_if_best(self._evaluate(writer))
         progress.update(state.step, self._progress_fields(stats))
         if state.step >= state.next_checkpoint_step:
             state.next_checkpoint_step += cfg.checkpoint_every_steps * (
@@ -433,6 +433,19 @@ class Trainer:
         for key, value in result.as_dict().items():
             writer.add_scalar(f"eval/{key}", value, self.state.step)
         return result
+
+    def _keep_if_best(self, result: EvalResult) -> None:
+        """Export ``best_policy.pt`` when a scheduled evaluation is the best so far (highest success rate,
+        then highest mean return, then the latest): SAC's success oscillates from one evaluation to the
+        next, and the last policy is not always the best one. The choice uses the run's own evaluation
+        episodes only (training env, evaluation seeds), never a held-out grid."""
+        state = self.state
+        if (result.success_rate, result.mean_return) < (state.best_eval_success, state.best_eval_return):
+            return
+        state.best_eval_success, state.best_eval_return = result.success_rate, result.mean_return
+        state.best_eval_step = state.step
+        run_info = policy_run_info(self.cfg.sim, self.cfg.policy_obs)
+        export_policy(self.agent, self.run_dir / BEST_POLICY, run=run_info)
 
     def _progress_fields(self, stats: dict[str, float]) -> dict[str, str]:
         success = f"{self.state.evals[-1]['success_rate']:.0%}" if self.state.evals else "-"
@@ -526,6 +539,10 @@ class Trainer:
                 f"({c.timeouts} timeouts), {c.broadcasts} weight broadcasts"
             )
         return f"{self.state.step} steps, {self.state.episode} episodes{figures}"
+
+
+BEST_POLICY = "best_policy.pt"
+"""The policy of the best scheduled evaluation, beside ``policy.pt`` (the last one)."""
 
 
 def check_prior_data(path: Path, obs_spec: dict[str, Any], action_dim: int) -> None:

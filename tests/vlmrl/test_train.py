@@ -112,6 +112,23 @@ def test_ctrl_c_keeps_the_last_finished_episode_and_resume_repeats_the_rest(tmp_
     assert_same_run(straight, interrupted)
 
 
+def test_best_policy_is_the_policy_of_the_best_scheduled_evaluation(tmp_path) -> None:
+    run = tmp_path / "run"
+    assert main(tiny(run)) == 0
+    loop = load_checkpoint(run)["loop"]
+    best = max(loop.evals, key=lambda e: (e["success_rate"], e["return"], e["step"]))
+    best_step = int(best["step"])
+    assert best_step < loop.evals[-1]["step"]  # this run's last policy is not its best one
+    assert (loop.best_eval_step, loop.best_eval_success) == (best_step, best["success_rate"])
+    assert f"{best['success_rate']:.0%} at step {best_step}" in (run / "report.md").read_text()
+    # The same run stopped at that step (runs are deterministic) ends with the same policy.
+    short = tmp_path / "short"
+    assert main(tiny(short, total_steps=best_step)) == 0
+    best, same = load_policy(run / "best_policy.pt"), load_policy(short / "policy.pt")
+    obs = {"state": np.random.default_rng(0).normal(size=23).astype(np.float32)}
+    np.testing.assert_array_equal(best(obs), same(obs))
+
+
 def test_run_directory_holds_report_curves_video_config_and_a_matching_policy(tmp_path) -> None:
     run = tmp_path / "run"
     small_pixels = PixelEncoderConfig(channels=8, num_layers=2, feature_dim=16)
