@@ -31,6 +31,7 @@ CONDITIONS = {
     "ramp10k-std": "`light`, `--agent.pixel.standardize --randomize-ramp-steps 10000`",
     "jit3-std": "`light`, `--agent.pixel.standardize --agent.pixel.color-jitter 0.3`",
     "ramp10k-jit3-std": "`light`, `--agent.pixel.standardize --agent.pixel.color-jitter 0.3 --randomize-ramp-steps 10000`",
+    "ramp10k-jit3-std-best": "the same, `best_policy.pt` (its best training evaluation)",
 }
 
 
