@@ -511,6 +511,8 @@ class Trainer:
             outputs["checkpoint"] = save_checkpoint(self.run_dir, self._take_snapshot(), self.buffer)
         run_info = policy_run_info(self.cfg.sim, self.cfg.policy_obs)  # what deploy sets itself up from
         outputs["policy"] = export_policy(self.agent, self.run_dir / "policy.pt", run=run_info)
+        if self.state.best_eval_step >= 0 and (self.run_dir / BEST_POLICY).exists():
+            outputs["best_policy"] = self.run_dir / BEST_POLICY
         if self.cfg.export_onnx:
             outputs["onnx"] = export_onnx(self.agent, self.run_dir / "policy.onnx")
         scorer = self.link.scorer if self.link is not None else None

@@ -112,7 +112,7 @@ def test_ctrl_c_keeps_the_last_finished_episode_and_resume_repeats_the_rest(tmp_
     assert_same_run(straight, interrupted)
 
 
-def test_best_policy_is_the_policy_of_the_best_scheduled_evaluation(tmp_path) -> None:
+def test_best_policy_is_the_policy_of_the_best_scheduled_evaluation(tmp_path, capsys) -> None:
     run = tmp_path / "run"
     assert main(tiny(run)) == 0
     loop = load_checkpoint(run)["loop"]
@@ -121,6 +121,7 @@ def test_best_policy_is_the_policy_of_the_best_scheduled_evaluation(tmp_path) ->
     assert best_step < loop.evals[-1]["step"]  # this run's last policy is not its best one
     assert (loop.best_eval_step, loop.best_eval_success) == (best_step, best["success_rate"])
     assert f"{best['success_rate']:.0%} at step {best_step}" in (run / "report.md").read_text()
+    assert "best_policy" in capsys.readouterr().out  # listed with the run's other outputs
     # The same run stopped at that step (runs are deterministic) ends with the same policy.
     short = tmp_path / "short"
     assert main(tiny(short, total_steps=best_step)) == 0

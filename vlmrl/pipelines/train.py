@@ -167,7 +167,7 @@ def run(cfg: TrainConfig, scorer: Any = None, env_factory: Any = None) -> RunRes
         )
     print(f"vlmrl train: {trainer.summary_line()} in {time.monotonic() - started:.0f} s")
     for name, path in outputs.items():
-        print(f"  {name:<10} {path}")
+        print(f"  {name:<11} {path}")
     final = trainer.final.as_dict() if getattr(trainer, "final", None) is not None else {}
     metrics = {"steps": trainer.state.step, "episodes": trainer.state.episode, **final}
     return RunResult(trainer.run_dir, metrics, outputs.get("policy"), outputs)
