@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import gymnasium as gym
 import numpy as np
@@ -12,8 +13,10 @@ import pytest
 import torch
 
 from agents.config import PixelEncoderConfig, SACConfig
+from agents.encoders import PixelEncoder
 from agents.sac import SAC
 from sim.config import RandomizeConfig, SimConfig
+from sim.factory import make_env
 from sim.so101.env import STATE_NAMES
 from vlmrl import cli
 from vlmrl.errors import ConfigError
@@ -46,17 +49,37 @@ def fitted(tmp_path_factory):
 
 
 def test_the_encoder_reads_the_arm_on_held_out_randomised_episodes(fitted):
-    _, report = fitted
+    cfg, report = fitted
     camera = report["cameras"]["pixels/front"]
-    assert report["frames"] == 16 * 40 and report["held_out_frames"] == 3 * 40
+    # Episodes of 40 steps, cut short once the cube has been pushed 25 cm from its start.
+    assert 8 * 40 <= report["frames"] <= 16 * 40 and 0 < report["held_out_frames"] <= 3 * 40
     assert camera["last_loss"] < 0.6 * camera["first_loss"]
-    # The tool centre point moves in every episode: a linear read-out of the features finds it on
-    # episodes the fit never saw far better than the mean does (an encoder that ignores the frames cannot).
-    tcp = [f"tcp_{axis}_m" for axis in "xyz"]
-    error = np.mean([camera["held_out_rmse"][k] for k in tcp])
-    mean_error = np.mean([camera["mean_predictor_rmse"][k] for k in tcp])
-    assert error < 0.7 * mean_error
     assert set(camera["held_out_rmse"]) == set(STATE_NAMES)
+    # On episodes the fit never saw, a linear read-out of the fitted features finds the arm (tool centre
+    # point, first three joints) clearly better than the same encoder before the fit: errors in units of
+    # the mean predictor's, averaged over the fields.
+    env = make_env(cfg.sim)
+    frames, states = pretrain.collect(env, cfg.episodes, cfg.seed * 10_000, cfg)
+    held_frames, held_states = pretrain.collect(
+        env, cfg.held_out_episodes, cfg.seed * 10_000 + pretrain.HELD_OUT_SEED_OFFSET, cfg
+    )
+    env.close()
+    fields = [STATE_NAMES.index(n) for n in ("tcp_x_m", "tcp_y_m", "tcp_z_m", "shoulder_pan_rad",
+                                              "shoulder_lift_rad", "elbow_flex_rad")]  # fmt: skip
+    mean_error = np.sqrt(((held_states - states.mean(axis=0)) ** 2).mean(axis=0))[fields]
+
+    def error(encoder) -> float:
+        rmse = pretrain.held_out_rmse(
+            encoder, frames["pixels/front"], states, held_frames["pixels/front"], held_states
+        )
+        return float(np.mean(rmse[fields] / mean_error))
+
+    torch.manual_seed(cfg.seed)  # as agents.pretrain starts: the fit's own initial encoder
+    before = PixelEncoder((32, 32, 3), PIXEL)
+    after = PixelEncoder((32, 32, 3), PIXEL)
+    saved = torch.load(cfg.out, weights_only=True)
+    after.load_state_dict({k.split(".", 1)[1]: v for k, v in saved.items()})
+    assert error(after) < 0.8 * error(before)
 
 
 def test_the_weights_start_a_training_runs_encoder(fitted):
@@ -88,7 +111,7 @@ def test_the_weights_start_a_training_runs_encoder(fitted):
     ],
 )
 def test_bad_settings_fail_in_one_line(tmp_path, overrides, message):
-    with pytest.raises(ConfigError, match=message) as info:
+    with pytest.raises(ConfigError, match=re.escape(message)) as info:
         pretrain.main(config(tmp_path, **overrides))
     assert "\n" not in str(info.value)
     assert not (tmp_path / "pre").exists()
