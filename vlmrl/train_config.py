@@ -52,6 +52,13 @@ class RayConfig:
     """An actor whose episode takes longer is killed and restarted by Ray; the episode counts as lost."""
 
 
+def default_train_sim() -> SimConfig:
+    """``vlmrl train``'s twin by default (also ``vlmrl pretrain``'s, so its frames are the run's)."""
+    return SimConfig(
+        task="lift", reward="sparse", action_mode="delta", image_size=64, terminate_on_success=False
+    )
+
+
 @dataclass(frozen=True, kw_only=True)
 class TrainConfig:
     """One training run; every field has a default (`--demo` adds demonstrations, see ``demo``)."""
@@ -60,11 +67,7 @@ class TrainConfig:
     """What a checkpoint written before a field existed gets for it where the field's default would change
     what the run does (``vlmrl.checkpoint.fill_new_fields``): a resumed run goes on as it started."""
 
-    sim: SimConfig = field(
-        default_factory=lambda: SimConfig(
-            task="lift", reward="sparse", action_mode="delta", image_size=64, terminate_on_success=False
-        )
-    )
+    sim: SimConfig = field(default_factory=default_train_sim)
     """The simulated env (training and evaluation use separate instances and seeds). Episodes do not end
     at success by default: with a sparse reward, ending the episode at the reward lets SAC's entropy bonus
     pay more for staying alive, and SAC learns to avoid success (measured on twin reach, sparse: 60%

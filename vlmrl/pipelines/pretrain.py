@@ -30,6 +30,7 @@ import numpy as np
 from agents.config import PixelEncoderConfig
 from sim.config import SimConfig
 from vlmrl.errors import ConfigError
+from vlmrl.train_config import default_train_sim
 
 logger = logging.getLogger("vlmrl.pretrain")
 
@@ -41,8 +42,9 @@ HELD_OUT_SEED_OFFSET = 1_000_003
 class Config:
     """vlmrl pretrain: fit the pixel encoder to the twin's privileged state on its own (randomised) frames."""
 
-    sim: SimConfig = field(default_factory=lambda: SimConfig(task="lift", image_size=64))
-    """The twin whose frames are used: the task, cameras, image size and randomisation of the training run."""
+    sim: SimConfig = field(default_factory=default_train_sim)
+    """The twin whose frames are used: the task, cameras, image size and randomisation of the training run
+    (by default ``vlmrl train``'s)."""
     pixel: PixelEncoderConfig = field(default_factory=PixelEncoderConfig)
     """The encoder to pretrain: the same options as the training run's ``--agent.pixel``."""
     episodes: int = 100
