@@ -9,25 +9,32 @@ from dataclasses import dataclass, field
 class PixelEncoderConfig:
     """The small conv net that turns ``pixels/<cam>`` images into features, shared by actor and critics.
 
-    Sized for a CPU (issue #13): frames are subsampled to the policy image size, then strided 3x3
-    convs. At 64 px frames, batch 256, one thread, 128x128 MLPs, an update with the default costs 4.0-4.1x
-    a state update (36.9 vs 9.1 ms; frozen: 3.0x; 16-32-32 channels: 6.6x; the first encoder, 4 layers of
-    32 channels at 64 px with stride 2 then 1: ~150x), measured in process CPU time with other jobs
-    sharing the cores; ``benchmarks/pixel_learning.py`` measures it.
+    Sized for a CPU (issue #13): frames are subsampled to the policy image size, cut into 4x4 patches that
+    one linear map embeds (a conv whose kernel and stride are the patch: ViT's and ConvNeXt's stem), then
+    3x3 convs. At 64 px frames, batch 256, one thread, 256x256 MLPs, the default costs about 3x a state
+    update, the former default (3x3 convs with stride 2-2-1, 8-16-16 channels) about 5x;
+    ``benchmarks/pixel_learning.py --cost-only`` measures it. That encoder is
+    ``--agent.pixel.patch-size 0 --agent.pixel.num-layers 3 --agent.pixel.strided-layers 2
+    --agent.pixel.first-channels 8``.
     """
 
     image_size: int = 32
     """Policy image side in pixels: the encoder keeps every ``frame // image_size``-th pixel (at least 1)
     of each row and column, so 64 px frames become 32 px; 0 keeps the frames' own size. Separate from the
     scorer's clip size (the frames the sim renders and stores, ``--sim.image-size``)."""
+    patch_size: int = 4
+    """The first layer as a patch embedding: a ``patch_size`` x ``patch_size`` conv with that stride, so
+    each pixel is read once (32 px images become an 8x8 grid); 0: the first layer is a 3x3 conv like the
+    others."""
     channels: int = 16
     """Feature maps of every conv layer after the first."""
-    first_channels: int = 8
+    first_channels: int = 16
     """Feature maps of the first conv layer (the widest image: the most expensive layer)."""
-    num_layers: int = 3
-    """Number of 3x3 conv layers."""
-    strided_layers: int = 2
-    """The first this many conv layers have stride 2, the rest stride 1."""
+    num_layers: int = 2
+    """Number of conv layers, the patch embedding included."""
+    strided_layers: int = 0
+    """The first this many 3x3 conv layers have stride 2, the rest stride 1 (the patch embedding's
+    stride is its size)."""
     feature_dim: int = 50
     """Size of the features after the linear + LayerNorm + tanh projection, per camera."""
     shift_pad_px: int = 2

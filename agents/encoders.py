@@ -60,10 +60,17 @@ class PixelEncoder(nn.Module):
         self.stride = subsample_stride(min(height, width), cfg.image_size)
         layers: list[nn.Module] = []
         in_channels = channels
+        if cfg.patch_size < 0 or cfg.strided_layers < 0:
+            raise AgentError("pixel encoder needs patch_size and strided_layers >= 0")
+        strided = cfg.strided_layers
         for i in range(cfg.num_layers):
             out_channels = cfg.first_channels if i == 0 else cfg.channels
-            stride = 2 if i < cfg.strided_layers else 1
-            layers += [nn.Conv2d(in_channels, out_channels, 3, stride=stride), nn.ReLU()]
+            if i == 0 and cfg.patch_size > 0:
+                conv = nn.Conv2d(in_channels, out_channels, cfg.patch_size, stride=cfg.patch_size)
+            else:
+                conv = nn.Conv2d(in_channels, out_channels, 3, stride=2 if strided > 0 else 1)
+                strided -= 1
+            layers += [conv, nn.ReLU()]
             in_channels = out_channels
         self.convs = nn.Sequential(*layers)
         policy_px = self._policy_px(height, width)
@@ -98,19 +105,32 @@ class PixelEncoder(nn.Module):
     def prepare_shifted(
         self, images: Tensor, pad_px: int, generator: torch.Generator | None = None
     ) -> Tensor:
-        """``random_shift_prepared(prepare(images), pad_px, generator)`` in one uint8 gather, same values.
+        """``random_shift_prepared(prepare(images), pad_px, generator)`` in one pass, same values.
 
-        Subsampling, the channel move and the DrQ shift are one index per output pixel into the frame, and
-        the 25 (at 2 px) shifted index maps are built once, so a batch costs a row lookup, one gather of
-        bytes and the float conversion: 1.75 ms a call against 2.6-2.8 ms at batch 256, 64 px frames,
-        32 px images, one thread (this CPU, two training runs beside it). The shifts come from the same
-        ``randint`` draw, so training is bit-identical.
+        On the CPU, ``agents.kernels.shifted_policy_images`` reads each kept byte once and writes each float
+        once. Elsewhere, subsampling, the channel move and the DrQ shift are one index per output pixel
+        into the frame, through the 25 (at 2 px) shifted index maps built once: a row lookup, one gather
+        of bytes and the float conversion (1.75 ms a call against 2.6-2.8 ms as separate ops at batch
+        256, 64 px frames, 32 px images, one CPU thread). The shifts come from the same ``randint`` draw,
+        so training is bit-identical either way.
         """
         if pad_px <= 0:
             return self.prepare(images)
         batch, height, width, channels = images.shape
-        table = self._shift_table(height, width, channels, pad_px, images.device)
         shifts = torch.randint(-pad_px, pad_px + 1, (batch, 2), generator=generator, device=images.device)
+        if images.device.type == "cpu":  # one compiled loop nest, the same values (agents.kernels)
+            from agents.kernels import shifted_policy_images
+
+            out = torch.empty((batch, channels, *self._policy_px(height, width)), dtype=torch.float32)
+            shifted_policy_images(images.contiguous().numpy(), shifts.numpy(), self.stride, out.numpy())
+            return out
+        return self._gather_shifted(images, shifts, pad_px)
+
+    @torch.jit.unused
+    def _gather_shifted(self, images: Tensor, shifts: Tensor, pad_px: int) -> Tensor:
+        """``prepare_shifted``'s torch path (any device): one gather through the shift's index map."""
+        batch, height, width, channels = images.shape
+        table = self._shift_table(height, width, channels, pad_px, images.device)
         which = (shifts[:, 0] + pad_px) * (2 * pad_px + 1) + (shifts[:, 1] + pad_px)
         pixels = images.reshape(batch, -1).gather(1, table.index_select(0, which))
         x = pixels.view(batch, channels, *self._policy_px(height, width)).to(torch.float32)

@@ -75,7 +75,8 @@ def test_prepared_random_shift_moves_whole_images_by_at_most_pad_pixels() -> Non
     [((64, 64, 3), 32, 2), ((64, 48, 3), 24, 3), ((30, 30, 1), 0, 1), ((65, 65, 3), 32, 2)],
 )
 def test_prepare_shifted_is_prepare_then_random_shift_value_for_value(frame, image_size, pad) -> None:
-    """The training path's one-gather version gives the same images from the same random draw."""
+    """The training path's one-pass versions (compiled on the CPU, a gather elsewhere) give the same
+    images from the same random draw."""
     encoder = PixelEncoder(frame, PixelEncoderConfig(image_size=image_size, shift_pad_px=pad, num_layers=1))
     frames = torch.randint(
         0, 256, (17, *frame), dtype=torch.uint8, generator=torch.Generator().manual_seed(0)
@@ -84,5 +85,8 @@ def test_prepare_shifted_is_prepare_then_random_shift_value_for_value(frame, ima
         expected = random_shift_prepared(encoder.prepare(frames), pad, torch.Generator().manual_seed(seed))
         got = encoder.prepare_shifted(frames, pad, torch.Generator().manual_seed(seed))
         assert got.dtype == torch.float32 and torch.equal(got, expected)
+        # the torch path (other devices) from the same draw: one gather through the index maps
+        shifts = torch.randint(-pad, pad + 1, (17, 2), generator=torch.Generator().manual_seed(seed))
+        assert torch.equal(encoder._gather_shifted(frames, shifts, pad), expected)
     assert not torch.equal(got, encoder.prepare(frames))  # it did shift
     assert torch.equal(encoder.prepare_shifted(frames, 0), encoder.prepare(frames))
