@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -17,6 +18,10 @@ class PixelEncoderConfig:
     ``--agent.pixel.patch-size 0 --agent.pixel.num-layers 3 --agent.pixel.strided-layers 2
     --agent.pixel.first-channels 8``.
     """
+
+    LEGACY_DEFAULTS: ClassVar[dict[str, Any]] = {"patch_size": 0}
+    """A checkpoint from before the patch embedding keeps the 3x3 first layer it was trained with
+    (``vlmrl.checkpoint.fill_new_fields``)."""
 
     image_size: int = 32
     """Policy image side in pixels: the encoder keeps every ``frame // image_size``-th pixel (at least 1)

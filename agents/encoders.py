@@ -308,7 +308,11 @@ def load_pixel_weights(encoder: ObservationEncoder, path: str) -> None:
                 module.load_state_dict(state)
     except RuntimeError as exc:
         first_line = str(exc).strip().splitlines()[0]
-        raise AgentError(f"{path}: pixel encoder weights do not fit this encoder ({first_line})") from None
+        raise AgentError(
+            f"{path}: pixel encoder weights do not fit this encoder ({first_line}); pass the --agent.pixel "
+            "options they were trained with (the encoder before the patch embedding: --agent.pixel.patch-size 0 "
+            "--agent.pixel.num-layers 3 --agent.pixel.strided-layers 2 --agent.pixel.first-channels 8)"
+        ) from None
 
 
 def save_pixel_weights(encoder: ObservationEncoder, path: str) -> None:

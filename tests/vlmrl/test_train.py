@@ -509,6 +509,22 @@ def test_a_checkpoint_from_before_prior_share_resumes_without_prior_mixing(tmp_p
     assert TrainConfig().prior_share == 0.5  # a new run keeps the new default
 
 
+def test_a_checkpoint_from_before_the_patch_embedding_keeps_its_3x3_first_layer(tmp_path) -> None:
+    """The pixel encoder's default first layer became a 4x4 patch embedding; a checkpoint written before
+    PixelEncoderConfig.patch_size existed gets 0 (LEGACY_DEFAULTS), so its weights still fit."""
+    from agents.encoders import PixelEncoder
+    from vlmrl.learner import LoopState
+
+    old = TrainConfig()
+    del vars(old.agent.pixel)["patch_size"]
+    (tmp_path / "checkpoint").mkdir()
+    torch.save({"config": old, "loop": LoopState()}, tmp_path / "checkpoint" / "state.pt")
+    pixel = load_checkpoint(tmp_path)["config"].agent.pixel
+    assert pixel.patch_size == 0
+    assert PixelEncoder((64, 64, 3), pixel).convs[0].kernel_size == (3, 3)
+    assert PixelEncoder((64, 64, 3), TrainConfig().agent.pixel).convs[0].kernel_size == (4, 4)
+
+
 def test_configs_from_before_the_windup_bound_keep_the_unbounded_twin(tmp_path) -> None:
     """max_windup_deg's default (16) changes the twin's joint-delta dynamics: a checkpoint, a policy's run info
     or a recording's sim_config written before it existed gets 0 (SimConfig.LEGACY_DEFAULTS)."""
