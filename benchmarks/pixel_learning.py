@@ -5,7 +5,9 @@ Two parts, both on the SO-101 twin with ``--policy-obs robot`` observations (the
 
 1. Update cost: one SAC update at batch 256 on one thread with the twin's state vector, and with the
    robot observations at the default policy image size; the figure per learner is the median over
-   interleaved rounds in process CPU time (as ``sac_vs_sb3.py``). ``pixel_to_state_cost`` = pixel / state.
+   interleaved rounds in process CPU time (as ``sac_vs_sb3.py``). ``pixel_to_state_cost`` = pixel / state;
+   ``former_encoder_to_state_cost`` is the same for the encoder before the patch embedding (3x3 convs,
+   stride 2-2-1, 8-16-16 channels), timed in the same rounds.
 2. Learning: ``vlmrl train --policy-obs robot`` on ``reach`` (and ``lift`` with 25 scripted demonstrations,
    unless ``--quick``) per seed, each run its own process with one torch thread, ``--workers`` at a time;
    in the same run, Stable-Baselines3 SAC with ``MultiInputPolicy`` on the same observations
@@ -84,6 +86,13 @@ def update_costs(rounds: int, updates: int) -> dict[str, Any]:
 
     torch.set_num_threads(1)
     agent_cfg = TrainConfig().agent
+    # the encoder before the patch embedding (3x3 convs, stride 2-2-1, 8-16-16 channels), for comparison
+    former_cfg = dataclasses.replace(
+        agent_cfg,
+        pixel=dataclasses.replace(
+            agent_cfg.pixel, patch_size=0, num_layers=3, strided_layers=2, first_channels=8
+        ),
+    )
     action_space = gym.spaces.Box(-1.0, 1.0, (6,), np.float32)
     state_spec = {"state": ((23,), np.dtype(np.float32))}  # the twin's lift state vector
     robot_spec = {
@@ -93,6 +102,7 @@ def update_costs(rounds: int, updates: int) -> dict[str, Any]:
     learners = {
         "state": (SAC(agent_cfg, state_spec, action_space), random_batch(state_spec, 6, 0)),
         "pixel": (SAC(agent_cfg, robot_spec, action_space), random_batch(robot_spec, 6, 1)),
+        "former": (SAC(former_cfg, robot_spec, action_space), random_batch(robot_spec, 6, 1)),
     }
     times: dict[str, list[float]] = {name: [] for name in learners}
     for agent, batch in learners.values():  # warm-up
@@ -105,14 +115,21 @@ def update_costs(rounds: int, updates: int) -> dict[str, Any]:
                 agent.update(batch)
             times[name].append((time.process_time() - start) / updates)
     pixel, state = statistics.median(times["pixel"]), statistics.median(times["state"])
+    former = statistics.median(times["former"])
     return {
         "pixel_update_s": pixel,
         "state_update_s": state,
         "pixel_to_state_cost": pixel / state,
+        "former_encoder_update_s": former,
+        "former_encoder_to_state_cost": former / state,
         "cost_details": {
             "batch_size": BATCH,
             "frame_px": IMAGE_PX,
             "policy_image_px": agent_cfg.pixel.image_size,
+            "encoder": {
+                k: getattr(agent_cfg.pixel, k)
+                for k in ("patch_size", "first_channels", "channels", "num_layers", "strided_layers")
+            },
             "hidden_dims": list(agent_cfg.hidden_dims),
             "clock": "process CPU time, 1 torch thread",
             "rounds_s": times,
@@ -392,7 +409,9 @@ def main() -> int:
     result: dict[str, Any] = update_costs(rounds=5 if args.quick else 15, updates=5 if args.quick else 10)
     print(
         f"update (batch {BATCH}, 1 thread, CPU time): state {result['state_update_s'] * 1e3:.1f} ms, "
-        f"robot pixels {result['pixel_update_s'] * 1e3:.1f} ms, ratio {result['pixel_to_state_cost']:.2f}",
+        f"robot pixels {result['pixel_update_s'] * 1e3:.1f} ms, ratio {result['pixel_to_state_cost']:.2f} "
+        f"(the former 3x3 encoder: {result['former_encoder_update_s'] * 1e3:.1f} ms, "
+        f"ratio {result['former_encoder_to_state_cost']:.2f})",
         flush=True,
     )
     if not args.cost_only:
