@@ -12,8 +12,9 @@ class PixelEncoderConfig:
 
     Sized for a CPU (issue #13): frames are subsampled to the policy image size, cut into 4x4 patches that
     one linear map embeds (a conv whose kernel and stride are the patch: ViT's and ConvNeXt's stem), then
-    3x3 convs. At 64 px frames, batch 256, one thread, 256x256 MLPs, the default costs about 3x a state
-    update, the former default (3x3 convs with stride 2-2-1, 8-16-16 channels) about 5x;
+    3x3 convs. At 64 px frames, batch 256, one thread, 128x128 MLPs, an update with the default costs
+    3.1-3.6x a state update, the former default (3x3 convs with stride 2-2-1, 8-16-16 channels) 4.7-4.9x
+    (three runs on the quiet 2-core Xeon, 2026-12-02);
     ``benchmarks/pixel_learning.py --cost-only`` measures it. That encoder is
     ``--agent.pixel.patch-size 0 --agent.pixel.num-layers 3 --agent.pixel.strided-layers 2
     --agent.pixel.first-channels 8``.
