@@ -307,7 +307,9 @@ def load_pixel_weights(encoder: ObservationEncoder, path: str) -> None:
             for module in encoder.pixel_encoders.values():
                 module.load_state_dict(state)
     except RuntimeError as exc:
-        first_line = str(exc).strip().splitlines()[0]
+        # torch's message opens with "Error(s) in loading state_dict for ...:"; the next line names a tensor
+        lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+        first_line = lines[1] if len(lines) > 1 and lines[0].endswith(":") else lines[0]
         raise AgentError(
             f"{path}: pixel encoder weights do not fit this encoder ({first_line}); pass the --agent.pixel "
             "options they were trained with (the encoder before the patch embedding: --agent.pixel.patch-size 0 "

@@ -95,8 +95,10 @@ def test_bad_encoder_weights_are_one_agent_error(tmp_path) -> None:
     path = tmp_path / "other.pt"
     torch.save({"convs.0.weight": torch.zeros(3, 3, 3, 3)}, path)
     bad = PixelEncoderConfig(**{**PIXELS.__dict__, "weights_path": str(path)})
-    with pytest.raises(AgentError, match="do not fit this encoder"):
+    with pytest.raises(AgentError, match="do not fit this encoder") as error:
         SAC(SACConfig(hidden_dims=(8,), pixel=bad), ROBOT_SPEC, BOX)
+    # the line names what does not fit (not torch's header) and the flags of the former encoder
+    assert "Missing key(s)" in str(error.value) and "--agent.pixel.patch-size 0" in str(error.value)
     missing = PixelEncoderConfig(**{**PIXELS.__dict__, "weights_path": str(tmp_path / "none.pt")})
     with pytest.raises(AgentError, match="cannot read pixel encoder weights"):
         SAC(SACConfig(hidden_dims=(8,), pixel=missing), ROBOT_SPEC, BOX)
