@@ -5,6 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+FORMER_ENCODER: dict[str, int] = {"patch_size": 0, "num_layers": 3, "strided_layers": 2, "first_channels": 8}
+"""``PixelEncoderConfig`` fields of the encoder before the patch embedding (3x3 convs, strides 2-2-1,
+8-16-16 channels): every pixel result from before 2026-12-02 ran with it."""
+
+
+def former_encoder_flags(prefix: str = "--agent.pixel") -> str:
+    """The command-line options that select ``FORMER_ENCODER``."""
+    return " ".join(f"{prefix}.{name.replace('_', '-')} {value}" for name, value in FORMER_ENCODER.items())
+
 
 @dataclass(frozen=True, kw_only=True)
 class PixelEncoderConfig:
@@ -15,9 +24,7 @@ class PixelEncoderConfig:
     3x3 convs. At 64 px frames, batch 256, one thread, 128x128 MLPs, an update with the default costs
     3.1-3.6x a state update, the former default (3x3 convs with stride 2-2-1, 8-16-16 channels) 4.7-4.9x
     (three runs on the quiet 2-core Xeon, 2026-12-02);
-    ``benchmarks/pixel_learning.py --cost-only`` measures it. That encoder is
-    ``--agent.pixel.patch-size 0 --agent.pixel.num-layers 3 --agent.pixel.strided-layers 2
-    --agent.pixel.first-channels 8``.
+    ``benchmarks/pixel_learning.py --cost-only`` measures it. That encoder is ``FORMER_ENCODER``.
     """
 
     LEGACY_DEFAULTS: ClassVar[dict[str, Any]] = {"patch_size": 0}

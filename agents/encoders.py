@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from agents.config import PixelEncoderConfig
+from agents.config import PixelEncoderConfig, former_encoder_flags
 from agents.errors import AgentError
 from agents.normalizer import RunningNormalizer
 
@@ -312,8 +312,7 @@ def load_pixel_weights(encoder: ObservationEncoder, path: str) -> None:
         first_line = lines[1] if len(lines) > 1 and lines[0].endswith(":") else lines[0]
         raise AgentError(
             f"{path}: pixel encoder weights do not fit this encoder ({first_line}); pass the --agent.pixel "
-            "options they were trained with (the encoder before the patch embedding: --agent.pixel.patch-size 0 "
-            "--agent.pixel.num-layers 3 --agent.pixel.strided-layers 2 --agent.pixel.first-channels 8)"
+            f"options they were trained with (the encoder before the patch embedding: {former_encoder_flags()})"
         ) from None
 
 

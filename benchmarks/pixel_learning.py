@@ -80,6 +80,7 @@ def update_costs(rounds: int, updates: int) -> dict[str, Any]:
     import gymnasium as gym
     import torch
 
+    from agents.config import FORMER_ENCODER
     from agents.sac import SAC
     from robot.contract import JOINT_KEYS
     from vlmrl.train_config import TrainConfig
@@ -87,12 +88,7 @@ def update_costs(rounds: int, updates: int) -> dict[str, Any]:
     torch.set_num_threads(1)
     agent_cfg = TrainConfig().agent
     # the encoder before the patch embedding (3x3 convs, stride 2-2-1, 8-16-16 channels), for comparison
-    former_cfg = dataclasses.replace(
-        agent_cfg,
-        pixel=dataclasses.replace(
-            agent_cfg.pixel, patch_size=0, num_layers=3, strided_layers=2, first_channels=8
-        ),
-    )
+    former_cfg = dataclasses.replace(agent_cfg, pixel=dataclasses.replace(agent_cfg.pixel, **FORMER_ENCODER))
     action_space = gym.spaces.Box(-1.0, 1.0, (6,), np.float32)
     state_spec = {"state": ((23,), np.dtype(np.float32))}  # the twin's lift state vector
     robot_spec = {
