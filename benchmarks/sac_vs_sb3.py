@@ -4,8 +4,8 @@ Both learners get a replay buffer filled with the same random-action transitions
 state task, then run gradient updates (sampling included) in interleaved rounds; the figure per learner is
 the median rate over rounds, timed in process CPU time (one thread, so it equals wall time on an idle
 machine and does not count time the process waits for a core on a shared one; wall rates are reported
-too). Prints the ratio and writes ``{"ours_updates_per_s", "sb3_updates_per_s",
-"ratio"}`` (plus details) with ``--json PATH``.
+too), and so is each round's own ratio, whose spread shows the machine's noise. Prints the ratio and
+writes ``{"ours_updates_per_s", "sb3_updates_per_s", "ratio"}`` (plus details) with ``--json PATH``.
 
     .venv/bin/python benchmarks/sac_vs_sb3.py --quick --json runs/bench/sac_vs_sb3.json
 """
@@ -155,11 +155,15 @@ def main() -> int:
         "sb3_rounds_cpu": [r[0] for r in sb3_rates],
         "ours_wall_updates_per_s": statistics.median(r[1] for r in ours_rates),
         "sb3_wall_updates_per_s": statistics.median(r[1] for r in sb3_rates),
+        # each round's own ratio (its two learners ran back to back): their spread is the machine's noise
+        "ratio_per_round": [o[0] / s[0] for o, s in zip(ours_rates, sb3_rates, strict=True)],
     }
+    quartiles = statistics.quantiles(details["ratio_per_round"], n=4)
     print(
         f"SAC updates/s ({args.env}, batch {args.batch_size}, hidden {args.hidden}, 1 thread): "
         f"ours {result['ours_updates_per_s']:.1f}  sb3 {result['sb3_updates_per_s']:.1f}  ratio {result['ratio']:.2f} "
-        f"(CPU time; wall: ours {details['ours_wall_updates_per_s']:.1f}, sb3 {details['sb3_wall_updates_per_s']:.1f})"
+        f"(CPU time; wall: ours {details['ours_wall_updates_per_s']:.1f}, sb3 {details['sb3_wall_updates_per_s']:.1f}); "
+        f"per-round ratios: quartiles {quartiles[0]:.2f} / {quartiles[1]:.2f} / {quartiles[2]:.2f}"
     )
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
