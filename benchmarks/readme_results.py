@@ -134,8 +134,14 @@ EXPERIMENTS = (
         "notes.md",
     ),
     (
-        "VLM-guided replay with robot observations (joints + camera), recipe D: twin lift, 25 demos, 20k steps (issue #13)",
+        "VLM-guided replay with robot observations (joints + camera), recipe D, the former 3x3 encoder: twin lift, 25 demos, 20k steps (issue #13)",
         "replay-robot",
+        "results.md",
+        "notes.md",
+    ),
+    (
+        "The same with the patch-embedding encoder (the default since 2026-12-02): twin lift, robot observations, 25 demos, 20k steps (issue #13)",
+        "replay-robot-patch",
         "results.md",
         "notes.md",
     ),
