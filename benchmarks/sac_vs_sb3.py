@@ -7,6 +7,12 @@ machine and does not count time the process waits for a core on a shared one; wa
 too), and so is each round's own ratio, whose spread shows the machine's noise. Prints the ratio and
 writes ``{"ours_updates_per_s", "sb3_updates_per_s", "ratio"}`` (plus details) with ``--json PATH``.
 
+It also accounts for where the time goes: each learner's matmul FLOPs per update (counted by
+``torch.utils.flop_counter`` over one update), the rate a batched matmul of the critics' size reaches on
+this core (timed in the same rounds), and from those the ratio our update would reach if everything but
+its matmuls cost nothing (``ratio_if_ours_were_matmuls_only``): the ceiling of what trimming
+elementwise ops and Python overhead can buy.
+
     .venv/bin/python benchmarks/sac_vs_sb3.py --quick --json runs/bench/sac_vs_sb3.json
 """
 
@@ -80,6 +86,25 @@ def time_ours(
     return rates(run, updates)
 
 
+def matmul_flops(run) -> int:
+    """Matmul FLOPs (forward and backward) of one call of ``run()``."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        run()
+    return counter.get_total_flops()
+
+
+def time_matmul(hidden: int, batch: int, repeats: int) -> float:
+    """GFLOP/s (CPU time) of the critics' hidden layer as one batched matmul: [2, batch, h] @ [2, h, h]."""
+    x, w = torch.randn(2, batch, hidden), torch.randn(2, hidden, hidden)
+    cpu = time.process_time()
+    for _ in range(repeats):
+        torch.bmm(x, w)
+    return 2 * 2 * batch * hidden * hidden * repeats / (time.process_time() - cpu) / 1e9
+
+
 def make_sb3(env_id: str, data: dict[str, np.ndarray], hidden: list[int], batch: int, seed: int):
     from stable_baselines3 import SAC as SB3SAC
 
@@ -134,16 +159,24 @@ def main() -> int:
     rng = np.random.default_rng(0)
     time_ours(ours, data, rng, 10, args.batch_size)  # warm-up both
     time_sb3(sb3, 10, args.batch_size)
-    ours_rates, sb3_rates = [], []
+    ours_flops = matmul_flops(lambda: time_ours(ours, data, rng, 1, args.batch_size))
+    sb3_flops = matmul_flops(lambda: time_sb3(sb3, 1, args.batch_size))
+    ours_rates, sb3_rates, matmul_gflops = [], [], []
     for _ in range(rounds):
         ours_rates.append(time_ours(ours, data, rng, updates, args.batch_size))
         sb3_rates.append(time_sb3(sb3, updates, args.batch_size))
+        matmul_gflops.append(time_matmul(max(args.hidden), args.batch_size, updates))
     result = {
         "ours_updates_per_s": statistics.median(r[0] for r in ours_rates),
         "sb3_updates_per_s": statistics.median(r[0] for r in sb3_rates),
     }
     result["ratio"] = result["ours_updates_per_s"] / result["sb3_updates_per_s"]
+    from foreign_envs import cpu_model
+    from pixel_learning import git_commit
+
     details = {
+        "cpu_model": cpu_model(),
+        "git_commit": git_commit(),
         "env": args.env,
         "batch_size": args.batch_size,
         "hidden": args.hidden,
@@ -157,13 +190,28 @@ def main() -> int:
         "sb3_wall_updates_per_s": statistics.median(r[1] for r in sb3_rates),
         # each round's own ratio (its two learners ran back to back): their spread is the machine's noise
         "ratio_per_round": [o[0] / s[0] for o, s in zip(ours_rates, sb3_rates, strict=True)],
+        "ours_matmul_mflop_per_update": ours_flops / 1e6,
+        "sb3_matmul_mflop_per_update": sb3_flops / 1e6,
+        "ours_matmul_gflops": ours_flops * result["ours_updates_per_s"] / 1e9,
+        "sb3_matmul_gflops": sb3_flops * result["sb3_updates_per_s"] / 1e9,
+        "bmm_gflops": statistics.median(matmul_gflops),
     }
+    # SB3's update time over ours with only our matmuls left, run at the batched matmul's rate
+    details["ratio_if_ours_were_matmuls_only"] = (
+        details["bmm_gflops"] * 1e9 / ours_flops / result["sb3_updates_per_s"]
+    )
     quartiles = statistics.quantiles(details["ratio_per_round"], n=4)
     print(
         f"SAC updates/s ({args.env}, batch {args.batch_size}, hidden {args.hidden}, 1 thread): "
         f"ours {result['ours_updates_per_s']:.1f}  sb3 {result['sb3_updates_per_s']:.1f}  ratio {result['ratio']:.2f} "
         f"(CPU time; wall: ours {details['ours_wall_updates_per_s']:.1f}, sb3 {details['sb3_wall_updates_per_s']:.1f}); "
         f"per-round ratios: quartiles {quartiles[0]:.2f} / {quartiles[1]:.2f} / {quartiles[2]:.2f}"
+    )
+    print(
+        f"matmul MFLOP per update: ours {details['ours_matmul_mflop_per_update']:.0f}, "
+        f"sb3 {details['sb3_matmul_mflop_per_update']:.0f}; effective GFLOP/s: ours {details['ours_matmul_gflops']:.1f}, "
+        f"sb3 {details['sb3_matmul_gflops']:.1f}, a [2, {args.batch_size}, {max(args.hidden)}] bmm {details['bmm_gflops']:.1f}; "
+        f"ratio if our update were only its matmuls at that rate: {details['ratio_if_ours_were_matmuls_only']:.2f}"
     )
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
