@@ -45,6 +45,11 @@ def bench_rows(bench_dir: Path) -> list[str]:
             continue
         figures = json.loads(path.read_text())
         shown = ", ".join(f"{k}={_fmt(v)}" for k, v in figures.items() if not isinstance(v, dict | list))
+        details = figures.get("details")
+        cpu = details.get("cpu_model") if isinstance(details, dict) else None
+        if cpu:  # the CI machine kind is not one CPU: hosts differ between sessions
+            commit = details.get("git_commit")
+            shown += f" (on {cpu}" + (f", at {str(commit)[:7]}" if commit else "") + ")"
         rows.append(f"| {name} | {what} | {shown} | `{command}` |")
     return rows
 

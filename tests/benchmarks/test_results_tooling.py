@@ -149,6 +149,17 @@ def test_experiment_tables_join_the_results_section_with_links_from_the_readme(t
     assert "![roc.png](results/scorers/roc.png)" in text
 
 
+def test_a_benchmark_row_names_the_cpu_and_commit_its_json_records(tmp_path):
+    results = load("readme_results")
+    figures = {"ratio": 1.3, "details": {"cpu_model": "AMD EPYC", "git_commit": "32effdbddd3a+dirty"}}
+    (tmp_path / "sac_vs_sb3.json").write_text(json.dumps(figures))
+    (tmp_path / "scoring.json").write_text(json.dumps({"ratio": 2.0, "details": {"steps": 3}}))
+    rows = {row.split(" | ")[0][2:]: row for row in results.bench_rows(tmp_path)[2:]}
+    assert "ratio=1.3 (on AMD EPYC, at 32effdb) |" in rows["sac_vs_sb3"]
+    assert "ratio=2 |" in rows["scoring"] and "(on" not in rows["scoring"]
+    assert "not measured yet" in rows["sim_throughput"]
+
+
 def test_lift_learner_table_groups_runs_by_setting_and_tests_against_a(tmp_path):
     table = load("lift_learner_table")
     for setting, finals in {"A": [0.2, 0.3, 0.4], "D": [0.7, 0.8, 0.75]}.items():
