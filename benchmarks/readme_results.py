@@ -151,6 +151,12 @@ EXPERIMENTS = (
         "notes.md",
     ),
     (
+        "Lift from robot observations with the patch encoder: 64 px policy images, a 40k-step budget, an averaged actor (issue #13)",
+        "pixel-encoder",
+        "variants.md",
+        "README.md",
+    ),
+    (
         "The learner on robosuite and Meta-World: our SAC vs SB3 SAC, state, same budget (issue #13)",
         "foreign-envs",
         "table.md",

@@ -106,7 +106,7 @@ def main() -> None:
     default = json.loads((HERE / "runs.json").read_text())
     text = table(rows, default)
     plot(rows, default, HERE / "variants.png")
-    (HERE / "variants.md").write_text(text)
+    (HERE / "variants.md").write_text(text + "\n![variants](variants.png)\n")
     print(text)
 
 
