@@ -10,9 +10,9 @@ RUNS_DIR holds ``lift-robot-px<image size>-steps<steps>[-ema]-s<seed>/`` run dir
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -101,7 +101,15 @@ def plot(rows: list[dict], default: list[dict], path: Path) -> None:
 
 
 def main() -> None:
-    rows = collect(Path(sys.argv[1]), sys.argv[2])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs_dir", type=Path, help="folder of lift-robot-px<px>-steps<n>[-ema]-s<seed> runs")
+    parser.add_argument("commit", help="the commit every run ran at (recorded per row)")
+    args = parser.parse_args()
+    if not args.runs_dir.is_dir():
+        parser.error(f"runs_dir {args.runs_dir} is not a folder")
+    rows = collect(args.runs_dir, args.commit)
+    if not rows:
+        parser.error(f"no finished lift-robot-px*-steps*-s*.log runs in {args.runs_dir}")
     (HERE / "variants.json").write_text(json.dumps(rows, indent=1) + "\n")
     default = json.loads((HERE / "runs.json").read_text())
     text = table(rows, default)
