@@ -1,6 +1,6 @@
 """The experiment analysis maths and the generated README section."""
 
-import importlib.util
+import importlib
 import json
 import math
 import subprocess
@@ -13,15 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-analysis = load("replay_analysis")
+analysis = importlib.import_module("replay_analysis")
 
 
 def run(mode, noise, seed, successes, steps=(1000, 2000, 3000, 4000)):
@@ -113,7 +105,7 @@ def test_readme_results_section_is_generated_from_the_committed_files():
 def test_a_variant_names_its_runs_and_passes_its_options_to_vlmrl_train(tmp_path):
     import argparse
 
-    experiment = load("replay_experiment")
+    experiment = importlib.import_module("replay_experiment")
     common = dict(tasks=["lift"], modes=["uniform", "vlm"], noise=[0.2], aux_weights=[0.0], seeds=[0])
     common.update(total_steps=1000, eval_every_steps=500, eval_episodes=2, demo_episodes=5, layer_norm=False)
     common.update(scorer="scorer:oracle")
@@ -139,7 +131,7 @@ def test_a_variant_names_its_runs_and_passes_its_options_to_vlmrl_train(tmp_path
 
 
 def test_experiment_tables_join_the_results_section_with_links_from_the_readme(tmp_path):
-    results = load("readme_results")
+    results = importlib.import_module("readme_results")
     folder = tmp_path / "results" / "scorers"
     folder.mkdir(parents=True)
     (folder / "evaluation.md").write_text("# Scorers\n\n| a |\n|---|\n| 1 |\n\n![roc.png](roc.png)\n")
@@ -150,7 +142,7 @@ def test_experiment_tables_join_the_results_section_with_links_from_the_readme(t
 
 
 def test_a_benchmark_row_names_the_cpu_and_commit_its_json_records(tmp_path):
-    results = load("readme_results")
+    results = importlib.import_module("readme_results")
     figures = {"ratio": 1.3, "details": {"cpu_model": "AMD EPYC", "git_commit": "32effdbddd3a+dirty"}}
     (tmp_path / "sac_vs_sb3.json").write_text(json.dumps(figures))
     (tmp_path / "scoring.json").write_text(json.dumps({"ratio": 2.0, "details": {"steps": 3}}))
@@ -161,7 +153,7 @@ def test_a_benchmark_row_names_the_cpu_and_commit_its_json_records(tmp_path):
 
 
 def test_lift_learner_table_groups_runs_by_setting_and_tests_against_a(tmp_path):
-    table = load("lift_learner_table")
+    table = importlib.import_module("lift_learner_table")
     for setting, finals in {"A": [0.2, 0.3, 0.4], "D": [0.7, 0.8, 0.75]}.items():
         for seed, final in enumerate(finals):
             run = {
@@ -183,11 +175,7 @@ def test_lift_learner_table_groups_runs_by_setting_and_tests_against_a(tmp_path)
 
 
 def test_foreign_envs_compares_final_returns_per_task_and_writes_the_table():
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # foreign_envs reuses pixel_learning's process runner
-    try:
-        foreign = load("foreign_envs")
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    foreign = importlib.import_module("foreign_envs")  # it imports pixel_learning: conftest.py's path
 
     def fake(learner, seed, final_return, success):
         curve = [{"step": 500.0, "wall_s": 5.0, "success": 0.0, "return": -200.0},

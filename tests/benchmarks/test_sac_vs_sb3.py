@@ -1,24 +1,12 @@
 """benchmarks/sac_vs_sb3.py's FLOP accounting: our update does only the matmuls SAC needs, SB3's more."""
 
-import importlib.util
-import sys
-from pathlib import Path
+import importlib
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_our_update_counts_only_the_matmuls_sac_needs_and_fewer_than_sb3():
-    bench = load("sac_vs_sb3")
+    bench = importlib.import_module("sac_vs_sb3")
     from agents.config import SACConfig
     from agents.sac import SAC
 

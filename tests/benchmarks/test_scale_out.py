@@ -1,24 +1,12 @@
 """benchmarks/scale_out.py's projection: per-actor rate against the learner's ingest and update limits."""
 
-import importlib.util
-import sys
-from pathlib import Path
+import importlib
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_projection_is_bound_by_the_actors_then_by_the_learner():
-    scale_out = load("scale_out")
+    scale_out = importlib.import_module("scale_out")
     # 100 steps/s per actor, 100-step episodes, 10 ms to ingest one (10,000 steps/s), 500 updates/s alone.
     rows = {r["actors"]: r for r in scale_out.projection(100.0, 100.0, 0.010, 500.0)}
     assert list(rows) == [1, 2, 8, 32, 128]
