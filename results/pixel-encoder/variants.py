@@ -24,7 +24,7 @@ EMA = "--agent.actor-ema 0.005"
 
 
 def collect(runs_dir: Path, commit: str) -> list[dict]:
-    rows = []
+    rows, cpu = [], cpu_model()
     for log in sorted(runs_dir.glob("lift-robot-px*-steps*-s*.log")):
         px, steps, ema, seed = re.match(
             r"lift-robot-px(\d+)-steps(\d+)(-ema)?-s(\d+)\.log", log.name
@@ -39,10 +39,18 @@ def collect(runs_dir: Path, commit: str) -> list[dict]:
         rows.append({
             "task": "lift", "seed": seed, "policy_image_px": px or 64, "total_steps": steps, "extra_args": extra,
             "final_success": curve[max(curve)], "success_at_20000": curve.get(20000), "curve": curve,
-            "wall_s": int(wall[1]), "commit": commit, "tree_clean": True, "cpu": cpu_model(),
+            "wall_s": int(wall[1]), "commit": commit, "tree_clean": True, "cpu": cpu,
             "command": command + f" --agent.pixel.image-size {px}" + (f" {extra}" if extra else ""),
         })  # fmt: skip
     return rows
+
+
+def variants(rows: list[dict]) -> dict[tuple[int, int, str], list[dict]]:
+    """Runs by (policy image px, total steps, extra options), each group in seed order."""
+    groups: dict[tuple[int, int, str], list[dict]] = {}
+    for r in sorted(rows, key=lambda r: r["seed"]):
+        groups.setdefault((r["policy_image_px"], r["total_steps"], r["extra_args"]), []).append(r)
+    return dict(sorted(groups.items()))
 
 
 def percent(values) -> str:
@@ -55,9 +63,7 @@ def table(rows: list[dict], default: list[dict]) -> str:
         "| policy image | steps | other options | seeds | final success per seed | mean ± sd | the default at 20k, same seeds | p vs the default | last 3 evaluations | best evaluation | at 20k | wall s | commit | CPU |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]  # fmt: skip
-    for key in sorted({(r["policy_image_px"], r["total_steps"], r["extra_args"]) for r in rows}):
-        mine = [r for r in rows if (r["policy_image_px"], r["total_steps"], r["extra_args"]) == key]
-        mine.sort(key=lambda r: r["seed"])
+    for key, mine in variants(rows).items():
         finals = np.array([r["final_success"] for r in mine])
         same = np.array([base[r["seed"]] for r in mine])
         p = stats.ttest_ind(finals, same, equal_var=False).pvalue if finals.std() + same.std() > 0 else 1.0
@@ -81,14 +87,13 @@ def plot(rows: list[dict], default: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     groups = {"32 px, 20k steps (the default; Intel Xeon)": [r for r in default if r["task"] == "lift"]}
-    for key in sorted({(r["policy_image_px"], r["total_steps"], r["extra_args"]) for r in rows}):
+    for key, runs in variants(rows).items():
         label = f"{key[0]} px, {key[1] // 1000}k steps" + (f", {key[2]}" if key[2] else "")
-        groups[label] = [r for r in rows if (r["policy_image_px"], r["total_steps"], r["extra_args"]) == key]
+        groups[label] = runs
     fig, ax = plt.subplots(figsize=(7, 4))
     for label, runs in groups.items():
-        steps = sorted({int(k) for r in runs for k in r["curve"]})
-        steps = [s for s in steps if all(str(s) in r["curve"] or s in r["curve"] for r in runs)]
-        values = np.array([[r["curve"].get(s, r["curve"].get(str(s))) for s in steps] for r in runs])
+        steps = sorted(set.intersection(*(set(r["curve"]) for r in runs)))
+        values = np.array([[r["curve"][s] for s in steps] for r in runs])
         ax.plot(steps, values.mean(axis=0), label=f"{label} ({len(runs)} seeds)")
         ax.fill_between(steps, values.min(axis=0), values.max(axis=0), alpha=0.15)
     ax.set_xlabel("env steps")
@@ -112,6 +117,8 @@ def main() -> None:
         parser.error(f"no finished lift-robot-px*-steps*-s*.log runs in {args.runs_dir}")
     (HERE / "variants.json").write_text(json.dumps(rows, indent=1) + "\n")
     default = json.loads((HERE / "runs.json").read_text())
+    for run in default:  # JSON keys are strings; the collected curves' are env steps
+        run["curve"] = {int(step): rate for step, rate in run["curve"].items()}
     text = table(rows, default)
     plot(rows, default, HERE / "variants.png")
     (HERE / "variants.md").write_text(text + "\n![variants](variants.png)\n")
