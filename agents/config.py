@@ -92,6 +92,11 @@ class SACConfig:
     """Entropy target in nats; None means ``-action_dim``."""
     tau: float = 0.005
     """Polyak rate of the target critics (and target pixel encoder)."""
+    backup_entropy: bool = True
+    """Include the entropy bonus ``-alpha * log pi(a'|s')`` in the critic's TD target (SAC as published). Off:
+    the target is ``r + discount * min Q'(s', a')`` and entropy only shapes the actor (SERL's default), so
+    staying alive earns the critic nothing by itself: episodes that end at success are then not worth less
+    than ones that go on."""
     num_critics: int = 2
     """Critics in the ensemble (REDQ/RLPD use 10), all run as one batched matmul per layer."""
     target_critics: int = 2

@@ -309,7 +309,8 @@ class SAC:
         alpha = self.log_alpha.detach().exp()
 
         encoder = self.encoder
-        # Critic target: r + discount * (min_{i in subset} Q'_i(s', a') - alpha * log pi(a'|s')), a' ~ pi(s').
+        # Critic target: r + discount * (min_{i in subset} Q'_i(s', a') - alpha * log pi(a'|s')), a' ~ pi(s');
+        # without backup_entropy the entropy term is left out.
         with torch.no_grad():
             next_features = encoder(next_obs)
             next_mean, next_log_std = self.actor(next_features)
@@ -317,7 +318,9 @@ class SAC:
             next_critic_in = self._critic_input(next_features, self._privileged(next_obs))
             next_qs = self.critic_target(next_critic_in, next_action)
             next_q = (next_qs if subset is None else next_qs[subset]).min(dim=0).values
-            target = reward + discount * (next_q - alpha * next_log_prob)
+            if self.cfg.backup_entropy:
+                next_q = next_q - alpha * next_log_prob
+            target = reward + discount * next_q
 
         # Critic loss, importance-weighted (PER); the encoder learns from this loss only.
         if self.encoder_trains:

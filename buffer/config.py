@@ -131,6 +131,13 @@ class BufferConfig:
     """Rewards summed per sampled transition (n-step returns)."""
     gamma: float = 0.99
     """Discount used for n-step sums and the returned `discount`."""
+    absorbing_terminal: bool = False
+    """Treat a terminated step as entering an absorbing state that keeps paying that step's reward forever:
+    a sampled transition ending there gets ``gamma**k * r_terminal / (1 - gamma)`` added to its reward (no
+    bootstrap, as before). With episodes that end at success (``terminate_on_success``, a success key on the
+    arm) this values success as holding it for ever, so ending an episode by succeeding is worth as much as
+    an episode that runs on in success (a sparse 1 once is otherwise worth less than the entropy bonus SAC
+    collects by staying alive: measured on twin reach, README "Success-terminal episodes"). Needs gamma < 1."""
     frame_stack: int = 1
     """Frames stacked along the channel axis for pixel keys (earlier frames clamp at episode start)."""
     clip_length: int = 8

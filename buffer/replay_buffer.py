@@ -53,6 +53,12 @@ class ReplayBuffer:
     def __init__(self, cfg: BufferConfig, storage: Storage, sampler: Sampler):
         if cfg.n_step < 1 or cfg.frame_stack < 1 or cfg.clip_length < 1 or cfg.clip_stride < 1:
             raise BufferError("buffer config: n_step, frame_stack, clip_length and clip_stride must be >= 1")
+        if not 0.0 < cfg.gamma <= 1.0:
+            raise BufferError(f"buffer config: gamma must be in (0, 1], got {cfg.gamma}")
+        if cfg.absorbing_terminal and cfg.gamma >= 1.0:
+            raise BufferError(
+                "buffer config: absorbing_terminal values a terminal reward as paid for ever: gamma must be < 1"
+            )
         self.cfg = cfg
         self.storage = storage
         self.sampler = sampler
@@ -233,6 +239,7 @@ class ReplayBuffer:
             summed = offsets[None, :] < k[:, None]
             reward_rows = np.where(summed, rows[:, None] + offsets[None, :], rows[:, None])
             r = self.storage.read("reward", reward_rows).astype(np.float32)
+            last_env_reward = r[np.arange(len(k)), k - 1]
             if cfg.aux_reward_scorer and f"aux_reward/{cfg.aux_reward_scorer}" in self.storage.columns():
                 aux = self.storage.read(f"aux_reward/{cfg.aux_reward_scorer}", reward_rows)
                 r = r + cfg.aux_reward_weight * np.nan_to_num(aux)
@@ -240,6 +247,8 @@ class ReplayBuffer:
             reward = (r * summed * gammas[None, :]).sum(axis=1)
             terminated = self.storage.read("terminated", rows + k - 1).astype(np.float32)
             discount = (cfg.gamma**k * (1.0 - terminated)).astype(np.float32)
+            if cfg.absorbing_terminal:  # the terminal step's reward, for ever after it
+                reward = reward + terminated * cfg.gamma**k * last_env_reward / (1.0 - cfg.gamma)
             next_rows = rows + k
             step = self._step_index[pos].astype(np.int64)
             action = self.storage.read("action", rows)

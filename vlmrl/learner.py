@@ -38,6 +38,8 @@ class LoopState:
     demo_episodes_added: int = 0
     demo_steps: int = 0
     demo_successes: int = 0
+    demo_attempts: int = 0
+    """Expert episodes run for demonstrations, the dropped (unsuccessful) ones included."""
     demo_rows: int = 0
     """Global buffer rows [0, demo_rows) hold the demonstrations and the prior data."""
     prior_episodes_added: int = -1

@@ -40,6 +40,25 @@ def agent_action(
     return np.clip(change, -1.0, 1.0).astype(np.float32)
 
 
+class StagedSteps:
+    """An episode's transitions held back from the buffer (``add_step``, as the buffer's) until it is kept
+    (``keep_into``) or dropped (``drop``): demonstrations that fail never reach the buffer."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[Any, ...]] = []
+
+    def add_step(self, *step: Any) -> None:
+        self.steps.append(step)
+
+    def keep_into(self, buffer: Any) -> None:
+        for step in self.steps:
+            buffer.add_step(*step)
+        self.steps.clear()
+
+    def drop(self) -> None:
+        self.steps.clear()
+
+
 class EnvEpisodes:
     """Episodes of an env; the transitions' ``stored_keys`` go to the buffer.
 

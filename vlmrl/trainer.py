@@ -37,7 +37,7 @@ from vlmrl.pipelines.common import policy_run_info
 from vlmrl.progress import TrainProgress
 from vlmrl.report import write_report
 from vlmrl.scoring import ScoringLink, aux_reward_for
-from vlmrl.sources import EnvEpisodes
+from vlmrl.sources import EnvEpisodes, StagedSteps
 from vlmrl.train_config import REPLAYS, TrainConfig, check_config, resolve_buffer_config, resolved_dict
 
 __all__ = ["LoopState", "Trainer", "check_config", "default_run_dir", "policy_keys", "resolve_buffer_config"]
@@ -349,30 +349,39 @@ class Trainer:
 
         cfg, state = self.cfg, self.state
         expert = ScriptedPolicy(self.env)
+        staged = StagedSteps()
         demos = EnvEpisodes(
-            self.env, self.buffer, self.stored_keys, cfg.seed * TRAIN_SEED_STRIDE + DEMO_SEED_OFFSET,
+            self.env, staged, self.stored_keys, cfg.seed * TRAIN_SEED_STRIDE + DEMO_SEED_OFFSET,
             extra_info={POLICY_VERSION_KEY: -1.0} if cfg.actors else None,
         )  # fmt: skip
         # With --prior-share > 0 the demonstrations are the prior part of RLPD's symmetric sampling.
         mix = self.buffer.sampler if isinstance(self.buffer.sampler, PriorMixSampler) else None
         if mix is not None:
             mix.mark_prior(True)
+        max_attempts = 2 * cfg.demo_episodes + 10
         try:
-            for d in range(state.demo_episodes_added, cfg.demo_episodes):
+            # An expert episode that fails is dropped (and counted), not stored as a demonstration.
+            while state.demo_episodes_added < cfg.demo_episodes and state.demo_attempts < max_attempts:
                 expert.reset()
-                stats = demos.collect(d, expert.act, after_step=lambda: None)  # no updates, no env-step count
+                stats = demos.collect(state.demo_attempts, expert.act, after_step=lambda: None)
+                state.demo_attempts += 1  # no updates, no env-step count
+                if not stats["success"]:
+                    staged.drop()
+                    continue
+                staged.keep_into(self.buffer)
                 state.demo_steps += int(stats["length"])
                 state.demo_episodes_added += 1
-                state.demo_successes += int(stats["success"])
+                state.demo_successes += 1
         finally:
             if mix is not None:
                 mix.mark_prior(False)
         state.demo_rows = self.buffer.storage.episodes().next_row
         if self.link is not None:
             self.link.submit_new_clips()
+        dropped = state.demo_attempts - state.demo_episodes_added
         print(
-            f"vlmrl train: {cfg.demo_episodes} demonstration episodes of the scripted expert in the buffer "
-            f"({state.demo_steps} steps, {state.demo_successes} successful)"
+            f"vlmrl train: {state.demo_episodes_added} demonstration episodes of the scripted expert in the "
+            f"buffer ({state.demo_steps} steps; {dropped} unsuccessful expert episodes dropped)"
         )
 
     def _add_prior_data(self, path: Path) -> None:

@@ -21,8 +21,17 @@ from sim.so101 import kinematics
 
 _OPEN, _CLOSED = 100.0, 0.0
 _MAX_STEP_M = 0.025
-_PUSH_Z_M = 0.03
+PUSH_Z_M = 0.035
 """Tool centre height while pushing: the finger tips pass just above the table."""
+PUSH_BEHIND_M = g.CUBE_HALF_M + 0.03
+"""How far behind the cube's centre (seen from the goal) the closed fingers come down before a push."""
+PUSH_APPROACH_Z_M = 0.09
+"""Tool centre height of the approach above the point behind the cube (clear of the cube's top)."""
+_PUSH_STEP_M = 0.015
+"""Tool centre move per step while pushing: slow enough that the cube does not slide on past the goal
+(at the approach speed, 0.5 m/s, it was flung 5-10 cm beyond)."""
+_PUSH_MAX_LATERAL_M = 0.012
+"""The cube has turned off the pushing line by this much (sideways of the fingers): lift, go behind again."""
 
 
 def solve_ik(xyz: np.ndarray) -> tuple[dict[str, float], float]:
@@ -72,21 +81,44 @@ class ScriptedPolicy:
         self.phase += 1
         self.phase_steps = 0
 
-    def _targets(self, tcp_goal: np.ndarray, gripper: float, roll_deg: float) -> np.ndarray:
+    def _targets(
+        self, tcp_goal: np.ndarray, gripper: float, roll_deg: float, max_step_m: float = _MAX_STEP_M
+    ) -> np.ndarray:
         # Straight-line moves in small steps: a jump in joint space sweeps the fingers through the cube.
         tcp = self.env.sim.tcp_position()
         offset = np.asarray(tcp_goal) - tcp
         distance = float(np.linalg.norm(offset))
-        if distance > _MAX_STEP_M:
-            tcp_goal = tcp + offset * (_MAX_STEP_M / distance)
-        joints, _ = solve_ik(tcp_goal)
+        if distance > max_step_m:
+            offset = offset * (max_step_m / distance)
+        # A step that leaves the arm's reach is shortened; if none fits, the arm holds its pose (an expert
+        # that raises would end the run that collects demonstrations).
+        for share in (1.0, 0.5, 0.25):
+            solution = kinematics.solve_ik(tcp + offset * share)
+            if solution is not None:
+                break
+        else:
+            return self._current_targets(gripper, roll_deg)
+        joints = solution[0]
         joints["wrist_roll"] = roll_deg
         joints["gripper"] = gripper
         return np.array([joints[n] for n in JOINT_NAMES], dtype=np.float32)
 
+    def _current_targets(self, gripper: float | None = None, roll_deg: float | None = None) -> np.ndarray:
+        targets = self.env.joint_targets_array()
+        if roll_deg is not None:
+            targets[JOINT_NAMES.index("wrist_roll")] = roll_deg
+        if gripper is not None:
+            targets[JOINT_NAMES.index("gripper")] = gripper
+        return targets
+
     def act(self, obs: dict[str, np.ndarray] | None = None) -> np.ndarray:
-        """The next action in the env's action mode (``obs`` is unused: the policy is privileged)."""
+        """The next action in the env's action mode (``obs`` is unused: the policy is privileged).
+
+        Once the task holds, the expert stops acting (it keeps its last targets), so an episode that does not
+        end at success also ends in success: a push does not go on past the goal."""
         sim, goal = self.env.sim, np.asarray(self.env.task.goal())
+        if self.env.task.evaluate(sim).success:
+            return self._to_action(self._current_targets())
         tcp, cube = sim.tcp_position(), sim.cube_position()
         self.phase_steps += 1
         if self.strategy == "move_to_goal":
@@ -135,29 +167,35 @@ class ScriptedPolicy:
         return self._targets(low, _OPEN, self._roll)  # release
 
     def _push(self, tcp: np.ndarray, cube: np.ndarray, goal: np.ndarray) -> np.ndarray:
-        direction = np.array([goal[0] - cube[0], goal[1] - cube[1], 0.0])
-        distance = float(np.linalg.norm(direction))
-        direction /= max(distance, 1e-6)
-        behind = cube - direction * (g.CUBE_HALF_M + 0.03)
-        behind_low = np.array([behind[0], behind[1], _PUSH_Z_M])
-        behind_high = behind_low + np.array([0.0, 0.0, 0.06])
+        to_goal = np.array([goal[0] - cube[0], goal[1] - cube[1], 0.0])
+        direction = to_goal / max(float(np.linalg.norm(to_goal)), 1e-6)
+        behind = cube - direction * PUSH_BEHIND_M
+        behind_low = np.array([behind[0], behind[1], PUSH_Z_M])
+        behind_high = np.array([behind[0], behind[1], PUSH_APPROACH_Z_M])
         pan = math.degrees(math.atan2(tcp[1], tcp[0]))
         # Fingers closed and across the push direction make a flat paddle.
-        roll = (
-            pan + 90.0 - math.degrees(math.atan2(direction[1], direction[0])) + 90.0 + 90.0
-        ) % 180.0 - 90.0
-        if self.phase == 0:
+        roll = (pan + 90.0 - math.degrees(math.atan2(direction[1], direction[0]))) % 180.0 - 90.0
+        if self.phase == 0:  # above the point behind the cube
             if np.linalg.norm(tcp - behind_high) < 0.015 or self.phase_steps > 30:
                 self._next_phase()
             return self._targets(behind_high, _CLOSED, roll)
-        if self.phase == 1:
+        if self.phase == 1:  # down behind it
             if np.linalg.norm(tcp - behind_low) < 0.01 or self.phase_steps > 25:
                 self._next_phase()
             return self._targets(behind_low, _CLOSED, roll)
-        if np.linalg.norm(cube[:2] - tcp[:2]) > 0.07:  # lost contact: go around again
-            self.phase = 0
-        push_to = np.array([goal[0], goal[1], _PUSH_Z_M]) - direction * (g.CUBE_HALF_M + 0.008)
-        return self._targets(push_to, _CLOSED, roll)
+        if self.phase == 2:  # push along the line to the goal, slowly
+            offset = cube[:2] - tcp[:2]
+            along = float(np.dot(offset, direction[:2]))
+            lateral = abs(float(direction[0] * offset[1] - direction[1] * offset[0]))
+            if not 0.0 < along < 0.07 or lateral > _PUSH_MAX_LATERAL_M:  # off the line: go round again
+                self._next_phase()
+            else:
+                push_to = np.array([goal[0], goal[1], PUSH_Z_M]) - direction * (g.CUBE_HALF_M + 0.008)
+                return self._targets(push_to, _CLOSED, roll, max_step_m=_PUSH_STEP_M)
+        # Lift clear of the cube before going round (a sideways move at push height would hit it).
+        if tcp[2] > PUSH_APPROACH_Z_M - 0.015 or self.phase_steps > 15:
+            self.phase, self.phase_steps = 0, 0
+        return self._targets(np.array([tcp[0], tcp[1], PUSH_APPROACH_Z_M]), _CLOSED, roll)
 
     def _to_action(self, target: np.ndarray) -> np.ndarray:
         env = self.env

@@ -27,8 +27,9 @@ import numpy as np
 
 from sim.so101 import geometry as g
 from sim.so101.arm import SO101Sim
-from sim.so101.kinematics import inverse_kinematics
+from sim.so101.kinematics import inverse_kinematics, solve_ik
 from sim.so101.scene import BIN_INNER_HALF_M, BIN_WALL_HEIGHT_M, PARKED_POS
+from sim.so101.scripted import PUSH_APPROACH_Z_M, PUSH_BEHIND_M, PUSH_Z_M
 
 REACH_RADIUS_M = 0.04
 """reach: success when the tool centre point is this close to the target."""
@@ -187,7 +188,7 @@ class PushTask:
             radial = cube[:2] / np.linalg.norm(cube[:2])
             away = float(np.dot(zone[:2] - cube[:2], radial)) / np.linalg.norm(zone[:2] - cube[:2])
             # Pushes toward the base would need the gripper to pull: keep goals outward or sideways.
-            if 0.12 <= zone[0] <= 0.26 and abs(zone[1]) <= 0.13 and away > -0.2:
+            if 0.12 <= zone[0] <= 0.26 and abs(zone[1]) <= 0.13 and away > -0.2 and _pushable(cube, zone):
                 break
         self._zone = np.array([zone[0], zone[1], 0.0])
         sim.set_marker("zone", self._zone)
@@ -204,6 +205,21 @@ class PushTask:
         if distance < PUSH_RADIUS_M and _cube_height(sim) < 0.01:
             return TaskStatus(True, 1.0)
         return TaskStatus(False, min(0.3 * _approach(sim) + 0.7 * _clip01(1.0 - distance / 0.15), 0.99))
+
+
+def _pushable(cube: np.ndarray, zone: np.ndarray) -> bool:
+    """Whether the arm reaches every point a straight push of ``cube`` onto ``zone`` needs, with the fingers
+    down behind the cube: above and behind it, and behind the cube's centre all along the line to the zone."""
+    direction = (zone - cube) * np.array([1.0, 1.0, 0.0])
+    direction /= np.linalg.norm(direction)
+    behind = cube - direction * PUSH_BEHIND_M
+    points = [np.array([behind[0], behind[1], PUSH_APPROACH_Z_M])]
+    for share in np.linspace(0.0, 1.0, 6):
+        centre = cube + share * (zone - cube)
+        fingers = centre - direction * (g.CUBE_HALF_M + 0.008)
+        points.append(np.array([fingers[0], fingers[1], PUSH_Z_M]))
+    points.append(np.array([behind[0], behind[1], PUSH_Z_M]))
+    return all(solve_ik(p) is not None for p in points)
 
 
 class PlaceTask:

@@ -215,11 +215,13 @@ def test_sac_learns_a_contextual_bandit() -> None:
     assert float(error.mean()) < 0.1
 
 
-def test_td_target_with_discount_is_the_twin_minimum_minus_the_entropy_term() -> None:
+@pytest.mark.parametrize("backup_entropy", [True, False])
+def test_td_target_with_discount_is_the_twin_minimum_minus_the_entropy_term(backup_entropy: bool) -> None:
     """Issue #15 (9b): the TD target r + d * (min(Q1', Q2')(s', a') - alpha * log pi(a'|s')), a' ~ pi(s'),
     computed here by hand from the networks (discount 0.9, a large temperature), against the TD errors the
-    update reports. Taking the max of the twin, or adding the entropy term, changes them."""
-    cfg = dataclasses.replace(SMALL, normalize_obs=False, init_alpha=0.7)
+    update reports. Taking the max of the twin, or adding the entropy term, changes them. Without
+    ``backup_entropy`` (issue #32) the entropy term is left out of the target."""
+    cfg = dataclasses.replace(SMALL, normalize_obs=False, init_alpha=0.7, backup_entropy=backup_entropy)
     sac = SAC(cfg, STATE_SPEC, box())
     batch = random_batch(STATE_SPEC, batch=32, seed=3, discount=np.full(32, 0.9, np.float32))
     noise_source = torch.Generator().manual_seed(0)
@@ -238,7 +240,8 @@ def test_td_target_with_discount_is_the_twin_minimum_minus_the_entropy_term() ->
             torch.cat([next_features, sac.encoder.privileged(next_obs)], -1), next_action
         )
         assert next_q.shape == (2, 32) and (next_q[0] - next_q[1]).abs().max() > 1e-2  # the min matters
-        target = torch.as_tensor(batch.reward) + 0.9 * (torch.minimum(next_q[0], next_q[1]) - 0.7 * log_pi)
+        entropy_term = 0.7 * log_pi if backup_entropy else 0.0
+        target = torch.as_tensor(batch.reward) + 0.9 * (torch.minimum(next_q[0], next_q[1]) - entropy_term)
         features = torch.cat([sac.encoder(obs), sac.encoder.privileged(obs)], -1)
         q = sac.critic(features, sac.to_unit(torch.as_tensor(batch.action)))
         expected = (q - target).abs().mean(dim=0).numpy()

@@ -224,3 +224,30 @@ def test_state_from_an_older_checkpoint_is_reconciled(buf):
     buf.load_state_dict(state)
     episodes = set(buf.sample(1024).obs["state"][:, 0].astype(int))
     assert episodes == set(range(4, 16))
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_absorbing_terminal_pays_the_terminal_reward_for_ever(make, storage):
+    gamma = 0.5
+    buf = make(storage, n_step=2, gamma=gamma, absorbing_terminal=True, aux_reward_scorer="oracle")
+    fill_episode(buf, 0, 4)  # rewards 0..3, terminated at t = 3
+    fill_episode(buf, 1, 4, terminate=False)  # truncated: bootstraps, nothing absorbed
+    start, _ = buf.episode_rows(0)
+    buf.set_aux_reward(start + np.arange(4), np.full(4, 0.25), "oracle")  # not part of the absorbed reward
+    batch = buf.sample(256)
+    ep, t = batch.obs["state"][:, 0].astype(int), batch.obs["state"][:, 1].astype(int)
+    for i in range(256):
+        k = min(2, 4 - t[i])
+        aux = 0.25 if ep[i] == 0 else 0.0
+        expected = sum(gamma**j * (t[i] + j + aux) for j in range(k))
+        if ep[i] == 0 and t[i] + k == 4:  # the terminal step's reward 3, for ever after it
+            expected += gamma**k * 3.0 / (1.0 - gamma)
+            assert batch.discount[i] == 0.0
+        assert batch.reward[i] == pytest.approx(expected, rel=1e-6)
+
+
+def test_absorbing_terminal_needs_a_discount_below_one(make):
+    with pytest.raises(BufferError, match="gamma must be < 1"):
+        make("memory", gamma=1.0, absorbing_terminal=True)
+    with pytest.raises(BufferError, match=r"gamma must be in \(0, 1\]"):
+        make("memory", gamma=1.5)
