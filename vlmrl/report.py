@@ -11,6 +11,7 @@ from buffer.clips import plan_episode_clips, scores_per_step
 from buffer.config import BufferConfig
 from vlmrl.car_reward import report_lines as car_report_lines
 from vlmrl.evaluation import EpisodeRecord, EvalResult
+from vlmrl.recipes import recipe_settings
 
 VIDEO_SIDE_PX = 256
 """Evaluation video frames are upscaled to this side so the drawn scores are readable."""
@@ -145,6 +146,20 @@ def scorer_sentence(scorer: Any, cfg: Any) -> str:
     return f"Scorer: **{cfg.scorer.kind}** (`{scorer.scorer_id}`, model `{scorer.model_id}`).{calibrated}"
 
 
+def recipe_lines(cfg: Any) -> list[str]:
+    """The report's line on ``--recipe``: each of its settings with the value the run used."""
+    name = getattr(cfg, "recipe", "none")
+    if name == "none":
+        return []
+    parts = []
+    for path, value in recipe_settings(name, cfg.sim.task).items():
+        used = cfg
+        for attr in path.split("."):
+            used = getattr(used, attr)
+        parts.append(f"`{path}={used}`" + ("" if used == value else f" (recipe: {value})"))
+    return [f"- recipe: {name}: " + ", ".join(parts)]
+
+
 def write_report(
     run_dir: Path,
     cfg: Any,
@@ -184,6 +199,7 @@ def write_report(
         f"policy input: {cfg.policy_obs}",
         f"- replay: {cfg.replay} (sampler `{buffer_cfg.sampler.kind}`), aux-reward weight: {cfg.aux_reward_weight}",
         f"- prompt: {prompt or '-'}",
+        *recipe_lines(cfg),
         "",
         f"## Final evaluation ({len(final.episodes)} episodes, evaluation-only seeds)",
         "",

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import tyro
 
 from vlmrl.errors import ConfigError
+from vlmrl.recipes import apply_recipe, describe
 from vlmrl.results import RunResult
 from vlmrl.train_config import RayConfig, ReplayMode, ScorerChoice, TrainConfig, resolved_dict
 
@@ -123,6 +124,9 @@ def run(cfg: TrainConfig, scorer: Any = None, env_factory: Any = None) -> RunRes
     os.environ.setdefault("MUJOCO_GL", "egl")
     if cfg.demo and not cfg.resume:
         cfg = demo_config(cfg)
+    if not cfg.resume and cfg.recipe != "none":
+        cfg, applied = apply_recipe(cfg, TrainConfig())
+        print(f"vlmrl train --recipe {cfg.recipe} ({cfg.sim.task}): {describe(applied) or 'nothing to set'}")
     if not cfg.resume and scorer is None:
         cfg = sim_size_for_learned_scorer(cfg)
     trainer = (
