@@ -51,7 +51,9 @@ def run_one(task: str, seed: int, run_dir: Path, extra: list[str]) -> float:
     argv = train_argv(task, seed, run_dir, extra)
     started = time.monotonic()
     with open(run_dir.parent / f"{run_dir.name}.log", "a") as log:
-        subprocess.run([sys.executable, "-m", "vlmrl", *argv], check=True, stdout=log, stderr=subprocess.STDOUT)
+        subprocess.run(
+            [sys.executable, "-m", "vlmrl", *argv], check=True, stdout=log, stderr=subprocess.STDOUT
+        )
     wall = time.monotonic() - started
     (run_dir / "wall_s.txt").write_text(f"{wall:.0f}\n")
     return wall
@@ -104,14 +106,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs-dir", type=Path, default=Path("runs/deployable"))
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time (one per core)")
     parser.add_argument("--quick", action="store_true", help="reach, one seed, 2,000 steps: a smoke run")
-    parser.add_argument("--collect-only", action="store_true", help="summarise the finished runs, run nothing")
+    parser.add_argument(
+        "--collect-only", action="store_true", help="summarise the finished runs, run nothing"
+    )
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
     extra: list[str] = []
     if args.quick:
         args.tasks, args.seeds = ["reach"], [0]
         args.runs_dir = args.runs_dir.with_name(args.runs_dir.name + "-quick")
-        extra = ["--total-steps", "2000", "--eval-every-steps", "1000", "--eval-episodes", "5", "--demo-episodes", "5"]
+        extra = [
+            "--total-steps",
+            "2000",
+            "--eval-every-steps",
+            "1000",
+            "--eval-episodes",
+            "5",
+            "--demo-episodes",
+            "5",
+        ]
     jobs = [(t, s, args.runs_dir / f"{t}-s{s}") for t in args.tasks for s in args.seeds]
     if not args.collect_only:
         origin = provenance()

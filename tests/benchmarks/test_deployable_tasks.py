@@ -1,0 +1,40 @@
+"""benchmarks/deployable_tasks.py: the per-task figures the README table and issue #32 read."""
+
+from __future__ import annotations
+
+import deployable_tasks
+import pytest
+
+
+def record(task: str, seed: int, curve: list[float]) -> dict[str, object]:
+    return {
+        "task": task,
+        "seed": seed,
+        "steps": 30_000,
+        "final_success": curve[-1],
+        "best_minus_last3": max(curve) - sum(curve[-3:]) / 3,
+        "commit": "abc1234",
+        "cpu": "AMD EPYC",
+    }
+
+
+def test_summary_averages_final_success_and_the_collapse_figure_over_seeds() -> None:
+    runs = [record("lift", 0, [0.2, 0.9, 0.6, 0.6, 0.6]), record("lift", 1, [0.5, 0.8, 0.8, 0.8, 1.0])]
+    figures = deployable_tasks.summarize(runs)
+    lift = figures["tasks"]["lift"]
+    assert lift["final_success"] == pytest.approx(0.8)
+    assert lift["best_minus_last3"] == pytest.approx((0.3 + (1.0 - 2.6 / 3)) / 2, abs=1e-4)
+    assert lift["seeds"] == [0, 1] and lift["steps"] == [30_000]
+    assert lift["commit"] == ["abc1234"] and lift["cpu_model"] == ["AMD EPYC"]
+    assert figures["runs"] == runs
+
+
+def test_a_new_run_uses_the_recipe_and_an_interrupted_one_resumes(tmp_path) -> None:
+    argv = deployable_tasks.train_argv("push", 3, tmp_path / "push-s3", [])
+    assert argv[:5] == ["train", "--recipe", "deployable", "--sim.task", "push"] and "3" in argv
+    (tmp_path / "push-s3" / "checkpoint").mkdir(parents=True)
+    assert deployable_tasks.train_argv("push", 3, tmp_path / "push-s3", [])[:3] == [
+        "train",
+        "--resume",
+        str(tmp_path / "push-s3"),
+    ]
