@@ -39,8 +39,12 @@ pytest: setup
 
 test: lint typecheck pytest
 
+# `make demo`: a policy a real SO-101 can run (joints + front camera), trained on the twin's reach task with the
+# deployable recipe (about 6 minutes on 2 cores), then deployed on the twin through the safety layer.
+DEMO_RUN := runs/demo-$(shell date +%Y%m%d-%H%M%S)
 demo: setup
-	.venv/bin/vlmrl train --demo
+	.venv/bin/vlmrl train --recipe deployable --sim.task reach --run-dir $(DEMO_RUN)
+	.venv/bin/vlmrl deploy --policy $(DEMO_RUN)/policy.pt --episodes 3 --out-dir $(DEMO_RUN)/deploy
 
 bench: setup
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b --quick --json runs/bench/$$(basename $$b .py).json || exit 1; done
