@@ -79,7 +79,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"vlmrl {verb}: not built yet ({summary}).", file=sys.stderr)
         return 2
-    cfg = tyro.cli(module.Config, args=rest, prog=f"vlmrl {verb}", description=module.__doc__)
+    # A verb may parse against other defaults (``cli_default``: `vlmrl train --recipe` makes a recipe's
+    # settings the defaults, so options given beside it win).
+    try:
+        wants_help = "--help" in rest or "-h" in rest
+        default = module.cli_default(rest) if hasattr(module, "cli_default") and not wants_help else None
+        cfg = tyro.cli(
+            module.Config, args=rest, prog=f"vlmrl {verb}", description=module.__doc__, default=default
+        )
+    except USER_ERRORS as exc:
+        print(f"vlmrl {verb}: error: {exc}", file=sys.stderr)
+        return 1
     try:
         code = module.main(cfg)
     except USER_ERRORS as exc:

@@ -1,9 +1,10 @@
 """Named training recipes: `vlmrl train --recipe NAME` sets a measured combination of options at once.
 
 A recipe is a table of ``TrainConfig`` fields (dotted paths such as ``agent.layer_norm``) and their values,
-with per-task budgets. It sets a field only where the command line left it at ``vlmrl train``'s default, so
-any option given beside ``--recipe`` wins. The values a recipe set are printed when the run starts and listed
-in the run's report; ``config.json`` holds the resolved config as always.
+with per-task budgets. On the command line it replaces ``vlmrl train``'s defaults (``parse_train_args``), so
+any option given beside ``--recipe`` wins, even one that names the plain default. What the recipe set and
+what was given instead are printed when the run starts and listed in the run's report; ``config.json`` holds
+the resolved config as always. From Python: ``recipe_config("deployable", "lift", TrainConfig())``.
 
 Each recipe's measured results are in the README ("Deployable policies") and ``results/deployable/``.
 """
@@ -96,21 +97,40 @@ def recipe_settings(name: str, task: str) -> dict[str, Any]:
     return {**recipe.settings, **recipe.task_settings.get(task, {})}
 
 
-def apply_recipe(cfg: TrainConfig, defaults: TrainConfig) -> tuple[TrainConfig, dict[str, Any]]:
-    """``cfg`` with its recipe's settings where ``cfg`` has ``defaults``' value; returns it and the settings
-    it took (those the command line had changed are left as given)."""
-    if cfg.recipe == "none":
-        return cfg, {}
-    if cfg.sim.suite != "so101":
+def recipe_config(name: str, task: str, base: TrainConfig) -> TrainConfig:
+    """``base`` with twin task ``task`` and recipe ``name``'s settings for it (what `vlmrl train --recipe NAME
+    --sim.task TASK` starts from before the other options apply; the Python API's way to use a recipe)."""
+    if base.sim.suite != "so101":
         raise ConfigError(
-            f"recipe {cfg.recipe!r} is for the SO-101 twin (--sim.suite so101), not {cfg.sim.suite!r}"
+            f"recipe {name!r} is for the SO-101 twin (--sim.suite so101), not {base.sim.suite!r}"
         )
-    applied: dict[str, Any] = {}
-    for path, value in recipe_settings(cfg.recipe, cfg.sim.task).items():
-        if _get(cfg, path) == _get(defaults, path) and _get(cfg, path) != value:
-            cfg = _with(cfg, path, value)
-            applied[path] = value
-    return cfg, applied
+    cfg = dataclasses.replace(base, recipe=name, sim=dataclasses.replace(base.sim, task=task))
+    for path, value in recipe_settings(name, task).items():
+        cfg = _with(cfg, path, value)
+    return cfg
+
+
+def recipe_changes(cfg: TrainConfig, defaults: TrainConfig) -> dict[str, Any]:
+    """The settings of ``cfg``'s recipe that differ from ``defaults`` (what the recipe changes)."""
+    if cfg.recipe == "none":
+        return {}
+    return {
+        path: value
+        for path, value in recipe_settings(cfg.recipe, cfg.sim.task).items()
+        if _get(defaults, path) != value
+    }
+
+
+def overridden(cfg: TrainConfig) -> dict[str, Any]:
+    """The settings of ``cfg``'s recipe that ``cfg`` does not follow (options given beside ``--recipe``):
+    path -> the value used."""
+    if cfg.recipe == "none":
+        return {}
+    return {
+        path: _get(cfg, path)
+        for path, value in recipe_settings(cfg.recipe, cfg.sim.task).items()
+        if _get(cfg, path) != value
+    }
 
 
 def describe(applied: dict[str, Any]) -> str:

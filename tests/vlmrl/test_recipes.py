@@ -1,4 +1,4 @@
-"""`vlmrl train --recipe`: named option sets, applied only where the command line kept the default."""
+"""`vlmrl train --recipe`: a named option set that replaces the defaults; options given beside it win."""
 
 from __future__ import annotations
 
@@ -8,64 +8,81 @@ import pytest
 import tyro
 
 from sim.config import SimConfig
+from vlmrl.cli import main as cli_main
 from vlmrl.errors import ConfigError
-from vlmrl.recipes import RECIPES, apply_recipe, describe, recipe_settings
+from vlmrl.pipelines.train import Config, cli_default
+from vlmrl.recipes import RECIPES, describe, overridden, recipe_changes, recipe_config, recipe_settings
 from vlmrl.report import recipe_lines
 from vlmrl.train_config import TrainConfig
 
 
 def parse(*args: str) -> TrainConfig:
-    return tyro.cli(TrainConfig, args=list(args))
+    """What `vlmrl train ARGS` parses to (the CLI's two steps)."""
+    return tyro.cli(Config, args=list(args), default=cli_default(list(args)))
 
 
 def test_the_deployable_recipe_sets_a_robot_policy_with_per_task_budgets() -> None:
-    cfg, applied = apply_recipe(parse("--recipe", "deployable", "--sim.task", "reach"), TrainConfig())
+    cfg = parse("--recipe", "deployable", "--sim.task", "reach")
+    assert cfg.recipe == "deployable" and cfg.sim.task == "reach"
     assert cfg.policy_obs == "robot" and cfg.sim.action_mode == "delta"
     assert cfg.sim.terminate_on_success and cfg.buffer.absorbing_terminal
     assert cfg.asymmetric_critic and cfg.agent.layer_norm and cfg.demo_episodes == 25
     assert cfg.total_steps == 10_000 and cfg.eval_every_steps == 1000  # reach's own budget
-    lift, _ = apply_recipe(parse("--recipe", "deployable", "--sim.task", "lift"), TrainConfig())
+    lift = parse("--recipe", "deployable", "--sim.task", "lift")
     assert lift.total_steps == 30_000 and lift.eval_every_steps == 2500
-    # What it set is what differs from the defaults, and nothing else.
-    assert applied["policy_obs"] == "robot" and "sim.reward" not in applied  # sparse is the default already
+    assert overridden(lift) == {}
+    # What it changes is what differs from the defaults, and nothing else.
+    changes = recipe_changes(lift, TrainConfig())
+    assert changes["policy_obs"] == "robot" and "sim.reward" not in changes  # sparse is the default already
 
 
-def test_options_given_beside_the_recipe_win() -> None:
-    given = parse(
-        "--recipe", "deployable", "--sim.task", "lift", "--total-steps", "500", "--agent.bc-weight", "0.1"
-    )
-    cfg, applied = apply_recipe(given, TrainConfig())
+def test_options_given_beside_the_recipe_win_even_the_plain_defaults() -> None:
+    cfg = parse(
+        "--recipe", "deployable", "--sim.task", "lift", "--total-steps", "500", "--agent.bc-weight", "0.1",
+        "--buffer.no-absorbing-terminal", "--policy-obs", "state",
+    )  # fmt: skip
     assert cfg.total_steps == 500 and cfg.agent.bc_weight == 0.1
-    assert "total_steps" not in applied and "agent.bc_weight" not in applied
+    assert not cfg.buffer.absorbing_terminal and cfg.policy_obs == "state"  # the plain defaults, given
     assert cfg.demo_episodes == 25  # the rest of the recipe still applies
+    assert overridden(cfg) == {
+        "total_steps": 500,
+        "agent.bc_weight": 0.1,
+        "buffer.absorbing_terminal": False,
+        "policy_obs": "state",
+    }
 
 
-def test_the_printed_options_reproduce_the_recipe_on_the_command_line() -> None:
+def test_the_printed_options_reproduce_the_recipe_without_it() -> None:
     for name in RECIPES:
         for task in ("reach", "lift", "push", "place"):
-            cfg, applied = apply_recipe(parse("--recipe", name, "--sim.task", task), TrainConfig())
-            by_hand = parse("--recipe", name, "--sim.task", task, *describe(applied).split())
-            assert by_hand == cfg, f"{name} {task}: {describe(applied)}"
+            cfg = parse("--recipe", name, "--sim.task", task)
+            by_hand = parse("--sim.task", task, *describe(recipe_changes(cfg, TrainConfig())).split())
+            assert dataclasses.replace(by_hand, recipe=name) == cfg, f"{name} {task}"
+            assert recipe_config(name, task, TrainConfig()) == cfg  # the Python API's way
 
 
-def test_no_recipe_changes_nothing_and_unknown_suites_are_refused() -> None:
-    cfg = TrainConfig()
-    assert apply_recipe(cfg, TrainConfig()) == (cfg, {})
-    metaworld = dataclasses.replace(
-        cfg, recipe="deployable", sim=SimConfig(suite="metaworld", task="reach-v3")
-    )
+def test_no_recipe_changes_nothing_and_other_suites_are_refused() -> None:
+    assert parse() == TrainConfig() and cli_default([]) is None
+    assert recipe_changes(TrainConfig(), TrainConfig()) == {}
+    metaworld = TrainConfig(sim=SimConfig(suite="metaworld", task="reach-v3"))
     with pytest.raises(ConfigError, match="SO-101 twin"):
-        apply_recipe(metaworld, TrainConfig())
+        recipe_config("deployable", "reach-v3", metaworld)
     with pytest.raises(ConfigError, match="choose one of"):
         recipe_settings("fast", "lift")
     with pytest.raises(SystemExit):
         parse("--recipe", "fast")
 
 
+def test_the_cli_refuses_a_recipe_on_another_suite_in_one_line(capsys) -> None:
+    code = cli_main(["train", "--recipe", "deployable", "--sim.suite", "metaworld", "--sim.task", "reach-v3"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and err == [
+        "vlmrl train: error: recipe 'deployable' is for the SO-101 twin (--sim.suite so101), not 'metaworld'"
+    ]
+
+
 def test_the_report_lists_each_setting_with_the_value_used() -> None:
-    cfg, _ = apply_recipe(
-        parse("--recipe", "deployable", "--sim.task", "push", "--eval-episodes", "5"), TrainConfig()
-    )
+    cfg = parse("--recipe", "deployable", "--sim.task", "push", "--eval-episodes", "5")
     (line,) = recipe_lines(cfg)
     assert line.startswith("- recipe: deployable: ")
     assert "`policy_obs=robot`" in line and "`eval_episodes=5` (recipe: 20)" in line

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import tyro
 
 from vlmrl.errors import ConfigError
-from vlmrl.recipes import apply_recipe, describe
+from vlmrl.recipes import describe, overridden, recipe_changes, recipe_config
 from vlmrl.results import RunResult
 from vlmrl.train_config import RayConfig, ReplayMode, ScorerChoice, TrainConfig, resolved_dict
 
@@ -36,6 +36,22 @@ __all__ = [
 
 
 Config = Annotated[TrainConfig, tyro.conf.CascadeSubcommandArgs]
+
+
+def cli_default(args: list[str]) -> TrainConfig | None:
+    """The defaults `vlmrl train ARGS` parses against: with ``--recipe NAME``, the recipe's settings for the
+    task (``vlmrl.recipes.recipe_config``), so every option given beside it wins; else None (the plain
+    defaults). A resume keeps its stored config."""
+    first = tyro.cli(Config, args=args, prog="vlmrl train")
+    if first.recipe == "none" or first.resume:
+        return None
+    return recipe_config(
+        first.recipe,
+        first.sim.task,
+        TrainConfig(sim=dataclasses.replace(TrainConfig().sim, suite=first.sim.suite)),
+    )
+
+
 """What tyro parses for `vlmrl train` (options may follow the scorer subcommand)."""
 
 
@@ -125,8 +141,11 @@ def run(cfg: TrainConfig, scorer: Any = None, env_factory: Any = None) -> RunRes
     if cfg.demo and not cfg.resume:
         cfg = demo_config(cfg)
     if not cfg.resume and cfg.recipe != "none":
-        cfg, applied = apply_recipe(cfg, TrainConfig())
-        print(f"vlmrl train --recipe {cfg.recipe} ({cfg.sim.task}): {describe(applied) or 'nothing to set'}")
+        given = overridden(cfg)
+        print(
+            f"vlmrl train --recipe {cfg.recipe} ({cfg.sim.task}): {describe(recipe_changes(cfg, TrainConfig()))}"
+            + (f"; given instead: {describe(given)}" if given else "")
+        )
     if not cfg.resume and scorer is None:
         cfg = sim_size_for_learned_scorer(cfg)
     trainer = (
