@@ -176,9 +176,9 @@ class TrainConfig:
     progress: bool = True
     """Show the rich progress bar."""
     recipe: RecipeName = "none"
-    """A named set of options (``vlmrl.recipes.RECIPES``), each set only where the command line left it at its
-    default: deployable trains a policy a real SO-101 runs (robot observations, demonstrations, episodes that
-    end at success; per-task budgets). The values it set are printed and listed in the report."""
+    """A named set of options (``vlmrl.recipes.RECIPES``) that replaces the defaults, so any option given beside
+    it wins: deployable trains a policy a real SO-101 runs (robot observations, demonstrations, episodes that
+    end at success; per-task budgets). What it set is printed and listed in the report."""
     demo: bool = False
     """The embedded demo (`make demo`): the defaults plus 25 scripted demonstrations in the buffer, a LayerNorm
     critic, behaviour cloning on them (weight 0.4, no Q-filter), discount 0.95 and 20,000 steps: the lift
