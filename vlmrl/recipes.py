@@ -36,16 +36,16 @@ class Recipe:
 DEPLOYABLE = Recipe(
     summary=(
         "a policy a real SO-101 runs (joints + front camera, joint-delta actions), learned with 25 scripted "
-        "demonstrations, a sparse reward and episodes that end at success"
+        "demonstrations and a sparse reward"
     ),
     settings={
         "policy_obs": "robot",
         "sim.action_mode": "delta",
         "sim.reward": "sparse",
-        # Episodes end at success and the success is valued as held for ever (README "Success-terminal
-        # episodes"): the critic's targets at success are exact instead of bootstrapped.
-        "sim.terminate_on_success": True,
-        "buffer.absorbing_terminal": True,
+        # Lift, push and place: episodes run on after success, so a held success keeps paying; ending them at
+        # the first success step let lift policies snatch the cube (70% and 50% at 30k steps against 75%
+        # and 75% on the same seeds; docs/ARCHITECTURE.md, "Episodes that end at success").
+        "sim.terminate_on_success": False,
         "buffer.gamma": 0.95,
         "buffer.storage": "memory",
         "replay": "uniform",
@@ -59,7 +59,14 @@ DEPLOYABLE = Recipe(
         "eval_episodes": 20,
     },
     task_settings={
-        "reach": {"total_steps": 10_000, "eval_every_steps": 1000},
+        # Reach ends at success, valued as held for ever (the absorbing terminal): without it a sparse success
+        # that ends the episode is worth less than the entropy bonus of staying alive (50% against 80% at 10k).
+        "reach": {
+            "total_steps": 10_000,
+            "eval_every_steps": 1000,
+            "sim.terminate_on_success": True,
+            "buffer.absorbing_terminal": True,
+        },
         "lift": {"total_steps": 30_000},
         "push": {"total_steps": 30_000},
         "place": {"total_steps": 30_000},

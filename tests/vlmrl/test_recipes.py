@@ -25,11 +25,14 @@ def test_the_deployable_recipe_sets_a_robot_policy_with_per_task_budgets() -> No
     cfg = parse("--recipe", "deployable", "--sim.task", "reach")
     assert cfg.recipe == "deployable" and cfg.sim.task == "reach"
     assert cfg.policy_obs == "robot" and cfg.sim.action_mode == "delta"
-    assert cfg.sim.terminate_on_success and cfg.buffer.absorbing_terminal
+    assert cfg.sim.terminate_on_success and cfg.buffer.absorbing_terminal  # reach ends at success
     assert cfg.asymmetric_critic and cfg.agent.layer_norm and cfg.demo_episodes == 25
     assert cfg.total_steps == 10_000 and cfg.eval_every_steps == 1000  # reach's own budget
     lift = parse("--recipe", "deployable", "--sim.task", "lift")
     assert lift.total_steps == 30_000 and lift.eval_every_steps == 2500
+    assert (
+        not lift.sim.terminate_on_success and not lift.buffer.absorbing_terminal
+    )  # a held lift keeps paying
     assert overridden(lift) == {}
     # What it changes is what differs from the defaults, and nothing else.
     changes = recipe_changes(lift, TrainConfig())
@@ -39,15 +42,15 @@ def test_the_deployable_recipe_sets_a_robot_policy_with_per_task_budgets() -> No
 def test_options_given_beside_the_recipe_win_even_the_plain_defaults() -> None:
     cfg = parse(
         "--recipe", "deployable", "--sim.task", "lift", "--total-steps", "500", "--agent.bc-weight", "0.1",
-        "--buffer.no-absorbing-terminal", "--policy-obs", "state",
+        "--sim.terminate-on-success", "--policy-obs", "state",
     )  # fmt: skip
     assert cfg.total_steps == 500 and cfg.agent.bc_weight == 0.1
-    assert not cfg.buffer.absorbing_terminal and cfg.policy_obs == "state"  # the plain defaults, given
+    assert cfg.sim.terminate_on_success and cfg.policy_obs == "state"  # the plain defaults, given
     assert cfg.demo_episodes == 25  # the rest of the recipe still applies
     assert overridden(cfg) == {
         "total_steps": 500,
         "agent.bc_weight": 0.1,
-        "buffer.absorbing_terminal": False,
+        "sim.terminate_on_success": True,
         "policy_obs": "state",
     }
 
