@@ -103,6 +103,8 @@ LEROBOT_SETTINGS = {
     "schedule": "one optimisation step (LeRobot's learner loop body) per env step, synchronous with acting",
     "acting": "policy.select_action in eval() mode (a sample, as LeRobot's actor), updates in train() mode",
     "evaluation": "vlmrl.evaluation.evaluate, deterministic: tanh of the actor's mean",
+    "torch_compile": "on (SACConfig default; also the buffer's DrQ shift): its first update compiles for "
+    "one to two minutes on these cores, counted in lerobot_wall_s",
 }
 
 
