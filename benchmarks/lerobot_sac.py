@@ -48,10 +48,10 @@ of 256x256, latent 256, a frozen random conv encoder with learned spatial embedd
 
 JSON keys: ``tasks`` (per task: ``ours_success`` and ``lerobot_success``, the mean final success over
 seeds; ``ours_wall_s`` and ``lerobot_wall_s``, the median seconds a run took from its process's launch;
-``ours_wall_s_to_final_lerobot``, the median over seeds of our first evaluation at or above LeRobot's final
-success on the same seed, null when one of ours never got there; ``curves`` per learner and seed: step,
-seconds since launch, success, return), ``lerobot_changes``, ``lerobot_settings``, ``cpu_model``,
-``git_commit`` and ``details``.
+``ours_wall_s_to_final_lerobot``, the median over seeds of the seconds to our first evaluation at or above
+LeRobot's final success on the same seed, null when one of ours never got there or no seed has both runs;
+``curves`` per learner and seed: step, seconds since launch, success, return; only runs that exited
+cleanly count), ``lerobot_changes``, ``lerobot_settings``, ``cpu_model``, ``git_commit`` and ``details``.
 
     PYTHONPATH=$PWD MUJOCO_GL=egl nice -n 10 .venv/bin/python benchmarks/lerobot_sac.py --quick --json out.json
 """
@@ -464,8 +464,9 @@ def summarize(task_runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The figures of one task from its finished runs (module docstring)."""
     from pixel_learning import first_wall_at
 
-    def of(learner: str) -> list[dict[str, Any]]:
-        return sorted((r for r in task_runs if r["learner"] == learner), key=lambda r: r["seed"])
+    def of(learner: str) -> list[dict[str, Any]]:  # a failed run's partial curve counts for nothing
+        done = (r for r in task_runs if r["learner"] == learner and r.get("returncode") == 0)
+        return sorted(done, key=lambda r: r["seed"])
 
     def final(learner: str) -> float | None:
         finals = [r["curve"][-1]["success"] for r in of(learner) if r["curve"]]
@@ -477,8 +478,7 @@ def summarize(task_runs: list[dict[str, Any]]) -> dict[str, Any]:
 
     lerobot_final = {r["seed"]: r["curve"][-1]["success"] for r in of("lerobot") if r["curve"]}
     to_final = [
-        first_wall_at(r["curve"], lerobot_final[r["seed"]]) if r["seed"] in lerobot_final else None
-        for r in of("ours")
+        first_wall_at(r["curve"], lerobot_final[r["seed"]]) for r in of("ours") if r["seed"] in lerobot_final
     ]
     return {
         "ours_success": final("ours"),

@@ -178,3 +178,26 @@ def test_quick_json_writes_every_key(tmp_path: Path):
         assert curve and curve[-1]["step"] == 50  # one whole 50-step reach episode, then the final evaluation
         assert all(0.0 <= p["success"] <= 1.0 and p["wall_s"] > 0 for p in curve)
     assert figures["lerobot_changes"] and figures["cpu_model"] and figures["git_commit"]
+
+
+def test_summary_pairs_seeds_for_the_time_to_lerobots_final_success_and_drops_failed_runs():
+    def run(learner, seed, points, returncode=0, end_s=100.0):
+        curve = [{"step": s, "wall_s": w, "success": x, "return": 0.0} for s, w, x in points]
+        return {"learner": learner, "seed": seed, "curve": curve, "returncode": returncode, "end_s": end_s}
+
+    runs = [
+        run("ours", 0, [(1000, 50.0, 0.5), (2000, 90.0, 0.9)], end_s=95.0),
+        run("ours", 1, [(1000, 40.0, 0.35), (2000, 80.0, 0.2)], end_s=85.0),
+        run("lerobot", 0, [(1000, 300.0, 0.1), (2000, 600.0, 0.85)], end_s=610.0),
+        run("lerobot", 1, [(1000, 320.0, 0.3), (2000, 640.0, 0.3)], end_s=650.0),
+        run("lerobot", 2, [(1000, 310.0, 1.0)], returncode=-15, end_s=2000.0),  # killed: counts for nothing
+    ]
+    figures = bench.summarize(runs)
+    assert figures["ours_success"] == pytest.approx(0.55) and figures["lerobot_success"] == pytest.approx(
+        0.575
+    )
+    assert (figures["ours_wall_s"], figures["lerobot_wall_s"]) == (90.0, 630.0)
+    assert figures["ours_wall_s_to_final_lerobot"] == 65.0  # seed 0: 90 s to reach 0.85; seed 1: 40 s to 0.3
+    assert set(figures["curves"]["lerobot"]) == {"0", "1"}
+    runs[1]["curve"][0]["success"] = 0.25  # ours seed 1 never reaches LeRobot's 0.3
+    assert bench.summarize(runs)["ours_wall_s_to_final_lerobot"] is None
