@@ -46,6 +46,14 @@ apply none); batch size 128 (ours); buffer capacities that hold the whole run; `
 thread per process. Everything else is ``SACConfig``'s default (discount 0.99, temperature 1.0, 2 critics
 of 256x256, latent 256, a frozen random conv encoder with learned spatial embeddings, torch.compile on).
 
+Seen while building it (2026-12-03, AMD EPYC, two cores shared with other training runs): one LeRobot
+update at batch 128 took 0.3-0.6 s on one thread (ours, robot observations at batch 256: ~15 ms), because
+``get_observation_features`` caches image features only for a named pretrained encoder: the default
+frozen conv encoder runs in every forward pass (six per update); the first update compiles for 45-90 s.
+LeRobot's target critics share the online encoder, so ``update_target_networks`` averages the frozen
+encoder with itself (it moves by rounding only). With ``optimize_memory=True`` its buffer takes an
+episode's last next-observation from the following episode's first.
+
 JSON keys: ``tasks`` (per task: ``ours_success`` and ``lerobot_success``, the mean final success over
 seeds; ``ours_wall_s`` and ``lerobot_wall_s``, the median seconds a run took from its process's launch;
 ``ours_wall_s_to_final_lerobot``, the median over seeds of the seconds to our first evaluation at or above
