@@ -47,7 +47,8 @@ thread per process. Everything else is ``SACConfig``'s default (discount 0.99, t
 of 256x256, latent 256, a frozen random conv encoder with learned spatial embeddings, torch.compile on).
 
 Seen while building it (2026-12-03, AMD EPYC, two cores shared with other training runs): one LeRobot
-update at batch 128 took 0.3-0.6 s on one thread (ours, robot observations at batch 256: ~15 ms), because
+update at batch 128 took 0.3-0.6 s on one thread (ours on robot observations at batch 256: 15-22 ms, the
+README's pixel_cost), because
 ``get_observation_features`` caches image features only for a named pretrained encoder: the default
 frozen conv encoder runs in every forward pass (six per update); the first update compiles for 45-90 s.
 LeRobot's target critics share the online encoder, so ``update_target_networks`` averages the frozen
