@@ -46,13 +46,12 @@ apply none); batch size 128 (ours); buffer capacities that hold the whole run; `
 thread per process. Everything else is ``SACConfig``'s default (discount 0.99, temperature 1.0, 2 critics
 of 256x256, latent 256, a frozen random conv encoder with learned spatial embeddings, torch.compile on).
 
-Seen while building it (2026-12-03, AMD EPYC, two cores shared with other training runs): one LeRobot
-update at batch 128 took 0.3-0.6 s on one thread (ours on robot observations at batch 256: 15-22 ms, the
-README's pixel_cost), because
-``get_observation_features`` caches image features only for a named pretrained encoder: the default
-frozen conv encoder runs in every forward pass (six per update); the first update compiles for 45-90 s.
-LeRobot's target critics share the online encoder, so ``update_target_networks`` averages the frozen
-encoder with itself (it moves by rounding only). With ``optimize_memory=True`` its buffer takes an
+Seen while building it (2026-12-03, AMD EPYC, two cores shared with other training runs): one LeRobot update
+at batch 128 took 0.3-0.6 s on one thread (ours on robot observations at batch 256: 15-22 ms, the README's
+pixel_cost), because ``get_observation_features`` caches image features only for a named pretrained encoder:
+the default frozen conv encoder runs in every forward pass (six per update); the first update compiles for
+45-90 s. LeRobot's target critics share the online encoder, so ``update_target_networks`` averages the
+frozen encoder with itself (it moves by rounding only). With ``optimize_memory=True`` its buffer takes an
 episode's last next-observation from the following episode's first.
 
 JSON keys: ``tasks`` (per task: ``ours_success`` and ``lerobot_success``, the mean final success over
