@@ -4,6 +4,8 @@ critic and DrQ shift takes a minute or more on these cores."""
 
 import importlib
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -144,12 +146,19 @@ def test_quick_json_writes_every_key(tmp_path: Path):
     ~17 s of CPU per process, ~25 s on two quiet cores (77 s at a load average of 6)."""
     out = tmp_path / "lerobot_sac.json"
     script = Path(bench.__file__)
-    proc = subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, str(script), "--quick", "--json", str(out), "--steps", "50", "--eval-every", "25",
          "--eval-episodes", "1", "--work-dir", str(tmp_path / "runs")],
-        capture_output=True, text=True, timeout=300, cwd=script.parents[1],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=script.parents[1],
+        start_new_session=True,  # its learner processes too are ended if it times out
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    try:
+        output, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, output[-3000:]
     figures = json.loads(out.read_text())
     assert set(figures) >= {
         "tasks",
