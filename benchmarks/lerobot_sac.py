@@ -1,7 +1,7 @@
 """LeRobot's own SAC vs ours on the SO-101 twin: robot observations, the same tasks, demonstrations and budget.
 
-Ours: ``vlmrl train`` with the README's recipes ("Reach from robot observations", "Lift from robot
-observations"), built by ``ours_args`` (the one place to change them, e.g. for a ``--recipe`` preset).
+Ours: ``vlmrl train --recipe deployable`` (vlmrl/recipes.py), built by ``ours_args`` (the one place to
+change it).
 LeRobot's: ``lerobot.policies.sac`` 0.4.4 (``SACConfig`` defaults, ``SACPolicy`` with its default image
 encoder and no pretrained weights, its own losses through ``policy.forward(batch, model=...)``), its replay
 buffer (``lerobot.rl.buffer.ReplayBuffer`` with its DrQ shift) and its learner's optimizers
@@ -82,9 +82,9 @@ import numpy as np
 
 TASKS = ("reach", "lift")
 EVAL_EVERY = {"reach": 1000, "lift": 2500}
-"""Steps between evaluations, the README recipes' (both learners are evaluated on this schedule)."""
-DEFAULT_STEPS = {"reach": 10_000, "lift": 20_000}
-"""The README recipes' budgets in env steps."""
+"""Steps between evaluations, the deployable recipe's (both learners are evaluated on this schedule)."""
+DEFAULT_STEPS = {"reach": 10_000, "lift": 30_000}
+"""The deployable recipe's budgets in env steps."""
 QUICK_STEPS = 1000
 """``--quick``'s budget: LeRobot's update costs ~0.3-0.6 s on one shared core (its frozen encoder runs in
 every forward pass), so 1,000 steps take it several minutes; ours starts updating at step 1,000."""
@@ -118,31 +118,24 @@ LEROBOT_SETTINGS = {
 
 # -------------------------------------------------------------------------------------------- ours
 def ours_args(task: str, seed: int, steps: int, run_dir: str) -> list[str]:
-    """`vlmrl train` arguments of our learner on ``task``: the README's current recipes ("Reach from robot
-    observations", "Lift from robot observations"). The one place to change them (e.g. for a named preset);
-    the LeRobot side reads its env, demonstrations and budget from the same arguments (``train_config``)."""
-    common = [
-        "--policy-obs", "robot", "--replay", "uniform", "--asymmetric-critic",
-        "--agent.privileged-aux-weight", "1.0", "--total-steps", str(steps), "--seed", str(seed),
-        "--run-dir", run_dir, "--buffer.storage", "memory", "--video-episodes", "0", "--no-progress",
+    """`vlmrl train` arguments of our learner on ``task``: the deployable recipe (``--recipe deployable``,
+    vlmrl/recipes.py) with this budget. The one place to change them; the LeRobot side reads its env,
+    demonstrations and budget from the same arguments (``train_config``)."""
+    if task not in TASKS:
+        raise ValueError(f"task {task!r}: expected one of {TASKS}")
+    return [
+        "--recipe", "deployable", "--sim.task", task, "--total-steps", str(steps), "--seed", str(seed),
+        "--run-dir", run_dir, "--video-episodes", "0", "--no-progress",
     ]  # fmt: skip
-    if task == "reach":
-        return ["--sim.task", "reach", "--sim.action-mode", "delta", "--sim.reward", "shaped", *common]
-    if task == "lift":
-        return [
-            "--sim.task", "lift", "--demo-episodes", "25", "--agent.layer-norm", "--buffer.gamma", "0.95",
-            "--agent.bc-weight", "0.4", "--agent.no-bc-q-filter", *common,
-        ]  # fmt: skip
-    raise ValueError(f"task {task!r}: expected one of {TASKS}")
 
 
 def train_config(args: list[str]) -> Any:
-    """The ``TrainConfig`` that `vlmrl train` parses from ``args``."""
+    """The ``TrainConfig`` that `vlmrl train` parses from ``args`` (a recipe resolved as the CLI does)."""
     import tyro
 
-    from vlmrl.pipelines.train import Config
+    from vlmrl.pipelines.train import Config, cli_default
 
-    return tyro.cli(Config, args=args)
+    return tyro.cli(Config, args=args, default=cli_default(args))
 
 
 def eval_args(eval_every: int, eval_episodes: int) -> list[str]:

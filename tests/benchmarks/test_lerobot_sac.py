@@ -44,11 +44,17 @@ def learner(lr, batch_size=32, **overrides):
     return bench.LeRobotLearner(config, lr, batch_size, seed=0)
 
 
-def test_ours_args_parse_to_the_readme_recipes_and_the_lerobot_side_reads_the_same_env():
+def test_ours_args_parse_to_the_deployable_recipe_and_the_lerobot_side_reads_the_same_env():
     reach = bench.train_config(bench.ours_args("reach", 2, 10_000, "runs/r"))
-    assert (reach.sim.task, reach.sim.action_mode, reach.sim.reward) == ("reach", "delta", "shaped")
+    assert (reach.recipe, reach.sim.task, reach.sim.action_mode, reach.sim.reward) == (
+        "deployable",
+        "reach",
+        "delta",
+        "sparse",
+    )
     assert (reach.policy_obs, reach.replay, reach.asymmetric_critic) == ("robot", "uniform", True)
-    assert (reach.agent.privileged_aux_weight, reach.demo_episodes, reach.seed) == (1.0, 0, 2)
+    assert (reach.agent.privileged_aux_weight, reach.demo_episodes, reach.seed) == (1.0, 25, 2)
+    assert reach.sim.terminate_on_success and reach.buffer.absorbing_terminal
     lift = bench.train_config(bench.ours_args("lift", 0, 20_000, "runs/l"))
     assert (lift.sim.task, lift.demo_episodes, lift.buffer.gamma, lift.agent.bc_weight) == (
         "lift",
