@@ -193,6 +193,11 @@ def test_frames_scrub_labels_reload_and_fit(browser, tmp_path):
 def take_readme_screenshot(driver, path: Path) -> None:
     """The README's picture: episode 0 mid-way, both scorers, a range label in view."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    driver.set_window_size(1400, 1000)
+    # The README's command names runs/rec/episodes.zarr; this store lives in a temporary folder.
+    driver.execute_script(
+        "const s = document.querySelector('#store'); s.textContent = s.textContent.replace(/^.*\\/rec\\//, 'runs/rec/')"
+    )
     driver.execute_script("document.querySelector('#episodes tbody tr[data-id=\"2\"]').click()")
     wait_for(driver, "document.querySelector('#episode-title').textContent === 'episode 2'")
     driver.execute_script(
@@ -200,6 +205,7 @@ def take_readme_screenshot(driver, path: Path) -> None:
     )
     frame_drawn(driver, "front", 9)
     driver.save_screenshot(str(path))
+    driver.set_window_size(1400, 900)
 
 
 def test_the_page_says_which_episodes_are_damaged(browser, tmp_path):

@@ -107,6 +107,8 @@ def main(cfg: Config) -> int:
         )
         try:
             server.wait()
+        except KeyboardInterrupt:
+            print("view: stopped")  # Ctrl-C is how a viewer ends, not an interruption
         finally:
             server.stop()
     finally:

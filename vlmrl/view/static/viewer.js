@@ -339,7 +339,7 @@ function drawPlot(canvas, series, steps, clip, yRange, note) {
   ctx.strokeStyle = "#e3e7eb"; ctx.fillStyle = "#6b7682"; ctx.font = "10px system-ui"; ctx.lineWidth = 1;
   for (const v of [lo, (lo + hi) / 2, hi]) {
     ctx.beginPath(); ctx.moveTo(left, Y(v)); ctx.lineTo(w - right, Y(v)); ctx.stroke();
-    ctx.fillText(Number(v.toPrecision(3)).toString(), 2, Y(v) + 3);
+    ctx.fillText(tick(v, hi - lo), 2, Y(v) + 3);
   }
   // series
   for (const s of series) {
@@ -367,6 +367,12 @@ function drawPlot(canvas, series, steps, clip, yRange, note) {
   }
   if (series.length > 8) { ctx.fillStyle = "#6b7682"; ctx.fillText(`+${series.length - 8} more`, x, 11); }
   if (note || !series.length) { ctx.fillStyle = "#6b7682"; ctx.fillText(note || "nothing stored", left + 8, h / 2); }
+}
+
+function tick(v, span) {
+  // As many decimals as the axis' span needs: 0.5 on a 0..1 axis, 0.006 on a 0..0.01 one.
+  const digits = Math.max(0, Math.min(6, 1 - Math.floor(Math.log10(span))));
+  return Math.abs(v) < span * 1e-6 ? "0" : v.toFixed(digits);
 }
 
 function stepFromEvent(canvas, ev) {
