@@ -14,6 +14,9 @@ second while scrubbing, through real HTTP requests to `vlmrl view` running in a 
   (``direct_fps``); the ratio says what serving costs.
 
 Targets: first_frame_ms <= 1000 and scrub_fps >= 30. The store is built once under --work-dir and reused.
+Wall-clock figures depend on what else runs on the cores (this machine kind is shared with training runs),
+so the CPU seconds the server process and this client spent are recorded beside them (``*_cpu_ms``,
+``server_cpu_ms_per_frame``): what the same work costs with a core to itself.
 """
 
 from __future__ import annotations
@@ -91,6 +94,15 @@ def build_store(path: Path, episodes: int, steps: int) -> None:
     buf.set_scores([c.clip_id for c in clips], rng.uniform(size=len(clips)).astype(np.float32), "oracle")
     buf.close()
     (path / "bench.json").write_text(json.dumps({"episodes": episodes, "steps": steps, "side": SIDE}))
+
+
+def cpu_ms(pid: int | None = None) -> float:
+    """CPU time (user + system) of a process so far, in ms (this one when ``pid`` is None)."""
+    if pid is None:
+        t = os.times()
+        return (t.user + t.system) * 1000
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def start_server(store: Path) -> tuple[subprocess.Popen, str, float]:
@@ -199,10 +211,15 @@ def main() -> int:
     ]
     proc, url, startup_ms = start_server(store)
     try:
-        with httpx.Client(base_url=url, timeout=30) as client:
+        with httpx.Client(base_url=url, timeout=60) as client:
+            startup_cpu = cpu_ms(proc.pid)
+            server0, client0 = startup_cpu, cpu_ms()
             first_ms = first_frame(client)
+            first_cpu = cpu_ms(proc.pid) - server0 + cpu_ms() - client0
             launch_to_first_ms = startup_ms + first_ms
+            server0 = cpu_ms(proc.pid)
             scrub_fps = rate(client, "front", scrub)
+            server_per_frame = (cpu_ms(proc.pid) - server0) / len(scrub)
             random_fps = rate(client, "front", random)
     finally:
         proc.terminate()
@@ -216,6 +233,10 @@ def main() -> int:
         "first_frame_ms": round(first_ms, 1),
         "startup_ms": round(startup_ms, 1),
         "launch_to_first_frame_ms": round(launch_to_first_ms, 1),
+        "startup_cpu_ms": round(startup_cpu, 1),
+        "first_frame_cpu_ms": round(first_cpu, 1),
+        "server_cpu_ms_per_frame": round(server_per_frame, 2),
+        "load_average": os.getloadavg()[0],
         "scrub_fps": round(scrub_fps, 1),
         "random_fps": round(random_fps, 1),
         "direct_fps": round(direct_fps, 1),
@@ -231,7 +252,8 @@ def main() -> int:
         f"viewer: {args.episodes} episodes x {steps} steps, {SIDE} px: first frame {first_ms:.0f} ms (target <= "
         f"{TARGET_FIRST_FRAME_MS:.0f}; server start {startup_ms:.0f} ms), scrub {scrub_fps:.0f} fps (target >= "
         f"{TARGET_SCRUB_FPS:.0f}), random {random_fps:.0f} fps; direct reads {direct_fps:.0f} fps, "
-        f"served/direct {scrub_fps / direct_fps:.2f}"
+        f"served/direct {scrub_fps / direct_fps:.2f}; CPU: server start {startup_cpu:.0f} ms, first frame "
+        f"{first_cpu:.0f} ms, {server_per_frame:.1f} ms a scrubbed frame (load average {os.getloadavg()[0]:.1f})"
     )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

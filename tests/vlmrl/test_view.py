@@ -53,10 +53,22 @@ def test_a_run_directory_opens_its_store_with_its_clip_settings(store, tmp_path)
     run.mkdir()
     shutil.copytree(store, run / "buffer.zarr")
     (run / "config.json").write_text(json.dumps({"buffer": {"clip_length": 3, "clip_stride": 1}}))
+    # PER's priorities from the run's checkpoint: rows 0..39 were live then, the store has more now.
+    import torch
+
+    capacity = json.loads((store / "zarr.json").read_text())["attributes"]["vlmrl_buffer"]["capacity"]
+    td = np.linspace(0.1, 2.0, capacity)
+    (run / "checkpoint").mkdir()
+    torch.save(
+        {"buffer": {"sampler": {"td_priority": td}, "live_rows": (0, 40)}}, run / "checkpoint" / "state.pt"
+    )
     client, source = client_for(run, clip_length=None, clip_stride=None)
     info = client.get("/api/info").json()
     assert info["path"] == str(run / "buffer.zarr") and (info["clip_length"], info["clip_stride"]) == (3, 1)
     assert info["labels_path"] == str(run / "buffer.zarr.labels.json")
+    assert source.priority_loaded.wait(60)
+    priority = client.get("/api/episodes/2").json()["groups"]["priority"]["|TD|+eps (checkpoint)"]
+    assert priority[:6] == pytest.approx(td[34:40].tolist(), rel=1e-4) and priority[6:] == [None] * 10
     source.close()
 
 

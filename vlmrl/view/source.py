@@ -29,6 +29,9 @@ RUN_STORES = ("buffer.zarr", "episodes.zarr")
 """Stores a run directory may hold: a training/fine-tuning run's buffer, a recording's episodes."""
 SNAPSHOT = Path("checkpoint") / "buffer"
 """Where a run with an in-RAM buffer saves it (``vlmrl.checkpoint``: checkpoint/buffer/meta.json)."""
+CHECKPOINT_STATE = Path("checkpoint") / "state.pt"
+"""A run's checkpoint (``vlmrl.checkpoint``), whose buffer state holds PER's TD priorities."""
+PRIORITY = "|TD|+eps (checkpoint)"
 
 Kind = Literal["zarr", "lerobot", "snapshot"]
 
@@ -144,6 +147,32 @@ def _load_lerobot_scores(root: Path, storage: Any, index: list[int]) -> None:
             storage.write_column(f"{name}/{file.stem}", np.asarray(rows, np.int64), values)
 
 
+def checkpoint_priorities(run_dir: Path) -> np.ndarray | None:
+    """PER's per-row |TD| + eps (by ring position, NaN outside the rows the checkpoint knew) from a run's
+    checkpoint, or None when it has none (no checkpoint, or a sampler without TD priorities)."""
+    state_file = run_dir / CHECKPOINT_STATE
+    if not state_file.is_file():
+        return None
+    import torch
+
+    try:  # the run's own checkpoint: it holds numpy arrays, so not weights_only
+        state = torch.load(state_file, map_location="cpu", weights_only=False)
+        buffer = state["buffer"]
+        sampler = buffer["sampler"]
+    except Exception:
+        return None
+    sampler = sampler.get("online", sampler) if isinstance(sampler, dict) else {}
+    td = sampler.get("td_priority") if isinstance(sampler, dict) else None
+    if td is None:
+        return None
+    out = np.asarray(td, np.float64).copy()
+    first, stop = buffer.get("live_rows", (0, 0))
+    known = np.zeros(len(out), bool)
+    known[np.arange(first, stop) % len(out)] = True
+    out[~known | (out <= 0)] = np.nan  # rows written after the checkpoint, and never-sampled ones
+    return out
+
+
 def _jsonable(values: np.ndarray) -> list[float | None]:
     """Floats rounded to 5 significant digits, NaN and inf as null."""
     out = np.asarray(values, np.float64)
@@ -165,6 +194,22 @@ class EpisodeStore:
         self.specs = dict(self.storage.specs)
         self.cameras = [k.removeprefix("pixels/") for k, s in self.specs.items() if s.is_frame]
         self.frames_per_shard = self._frames_per_shard()
+        self._priority: np.ndarray | None = None
+        self.priority_loaded = threading.Event()
+        if located.run_dir is not None and (located.run_dir / CHECKPOINT_STATE).is_file():
+            # torch and a checkpoint take seconds to load: not before the first page.
+            threading.Thread(target=self._load_priorities, name="view-priorities", daemon=True).start()
+        else:
+            self.priority_loaded.set()
+
+    def _load_priorities(self) -> None:
+        try:
+            assert self.located.run_dir is not None
+            priority = checkpoint_priorities(self.located.run_dir)
+            if priority is not None and len(priority) == self.storage.capacity:
+                self._priority = priority
+        finally:
+            self.priority_loaded.set()
 
     # ---- what the store holds ---------------------------------------------------------------------
 
@@ -327,6 +372,7 @@ class EpisodeStore:
                 "joints": {},
                 "actions": {},
                 "info": {},
+                "priority": {},
             }
             errors: dict[str, str] = {}
 
@@ -342,6 +388,8 @@ class EpisodeStore:
                 values = read(column, steps)
                 if values is not None:
                     groups[prefix][sid] = _jsonable(values)
+            if self._priority is not None:
+                groups["priority"][PRIORITY] = _jsonable(self._priority[steps % storage.capacity])
             reward = read("reward", steps)
             if reward is not None:
                 groups["reward"]["reward"] = _jsonable(reward)
