@@ -48,6 +48,17 @@ def test_bad_paths_fail_in_one_line(tmp_path, capsys):
         assert err.startswith("vlmrl view: error: ") and words in err and err.count("\n") == 1
 
 
+def test_a_port_in_use_is_one_line(store, capsys):
+    from vlmrl.view.server import Server
+
+    app, source = view.open_viewer(view.Config(path=store, port=0))
+    with Server(app) as server:
+        assert cli.main(["view", str(store), "--port", str(server.port)]) == 1
+    err = capsys.readouterr().err
+    assert "cannot listen on 127.0.0.1" in err and err.count("\n") == 1
+    source.close()
+
+
 def test_a_run_directory_opens_its_store_with_its_clip_settings(store, tmp_path):
     run = tmp_path / "run"
     run.mkdir()

@@ -159,6 +159,7 @@ class Server:
         Raises:
             ConfigError: the server did not start (the port is taken, say).
         """
+        self._check_port()
         self._thread.start()
         deadline = time.monotonic() + timeout_s
         while not self._server.started:
@@ -168,6 +169,20 @@ class Server:
                 )
             time.sleep(0.02)
         return self
+
+    def _check_port(self) -> None:
+        """One line, instead of uvicorn's log, when the port cannot be had."""
+        import socket
+
+        port = self._server.config.port
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((self.host, port))
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot listen on {self.host}:{port} ({exc.strerror or exc}); pass another --port (0: any free one)"
+                ) from None
 
     @property
     def port(self) -> int:

@@ -582,7 +582,7 @@ async function start() {
   if (skipped.length) notes.push(`${skipped.length} episode(s) could not be read and are left out (episode ${skipped[0][0]}: ${skipped[0][1]})`);
   showBanner($("#banner"), notes.join(" | "));
   try {
-    state.episodes = (await api("/api/episodes")).episodes;
+    state.episodes = (await api("/api/episodes?refresh=1")).episodes;  // a reload shows a live run's new episodes
   } catch (err) {
     showBanner($("#banner"), `the episode list cannot be read: ${err.message}`);
     return;
