@@ -27,6 +27,7 @@ BENCHMARKS = {
     "pixel_learning": "robot-observation SAC (joints + camera) vs SB3 `MultiInputPolicy` on twin reach, same steps",
     "pixel_cost": "one SAC update on robot observations (joints + 64 px frames, 32 px policy images) vs on the lift state vector, batch 256, one thread, interleaved",
     "scale_out": "1 and 2 Ray env actors vs the single-process loop on the pixel twin; learner updates/s beside actors",
+    "viewer": "`vlmrl view` over HTTP (a subprocess) vs reading and encoding the same frames in-process; 1,000 episodes, 64 px",
 }
 
 

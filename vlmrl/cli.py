@@ -28,6 +28,10 @@ VERBS: dict[str, tuple[str, str]] = {
         "record episodes (teleoperation or a policy) to zarr / LeRobotDataset",
     ),
     "score": ("vlmrl.pipelines.score", "score recorded episodes with a VLM and write a report"),
+    "view": (
+        "vlmrl.pipelines.view",
+        "replay episodes, frames and scores in a browser; label them for scorer fit",
+    ),
     "scorer": ("vlmrl.pipelines.scorer", "fit a learned clip scorer on recorded episodes (scorer fit)"),
     "serve": ("vlmrl.pipelines.serve", "serve a local VLM behind an OpenAI-compatible API plus /v1/score"),
     "calibrate": ("vlmrl.pipelines.calibrate", "calibrate cameras, hand-eye, and match the sim camera"),

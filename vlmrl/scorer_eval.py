@@ -223,13 +223,22 @@ class Recording:
         self.buffer = make_buffer(
             cfg, obs_spec, action_dim, info_keys, path=str(path) if storage == "zarr" else None
         )
+        self._dataset_index: list[int] | None = None
         if storage == "memory":
-            import_lerobot(path, self.buffer)
+            self._dataset_index = []
+            import_lerobot(path, self.buffer, imported=self._dataset_index)
 
     def episodes(self) -> list[int]:
         """Live episode ids, oldest first."""
         table = self.buffer.storage.episodes()
         return list(range(table.first, table.first + table.count))
+
+    def source_id(self, episode: int) -> int:
+        """The episode's id in the recording: the store's, or the LeRobotDataset's ``episode_index`` (what
+        labels files name, ``vlmrl.labels``)."""
+        if self._dataset_index is None:
+            return episode
+        return self._dataset_index[episode - self.buffer.storage.episodes().first]
 
     def arrays(self, episode: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """(frames uint8 [T, H, W, 3] of the camera, per-row info arrays) of one episode."""

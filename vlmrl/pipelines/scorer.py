@@ -4,6 +4,8 @@
     vlmrl scorer fit runs/rec/episodes.zarr --out student.pt --labels progress     # the twin's progress
     vlmrl scorer fit runs/rec/episodes.zarr --out student.pt --labels teacher \\
         teacher:oracle --teacher.noise 0.2                                          # distil a (noisy) teacher
+    vlmrl scorer fit runs/rec/episodes.zarr --out student.pt \\
+        --labels runs/rec/episodes.zarr.labels.json                                 # people's labels (vlmrl view)
     vlmrl train scorer:learned --scorer.path student.pt
 
 Training clips are windows starting at every step of each episode (``vlmrl.scorer_eval.dense_windows``)
@@ -13,6 +15,10 @@ of one camera. Targets, by ``--labels``:
   (the label score calibration and ``--evaluate`` use); what an operator's success/failure keys give.
 - ``progress``: the twin's privileged progress at the window's last frame (what the oracle scores).
 - ``teacher``: any scorer's score of the window (hf or openai on a GPU box, clip, oracle with noise).
+- a labels FILE (``vlmrl view`` writes ``<store>.labels.json``; format and meaning in ``vlmrl.labels``):
+  people's success/failure labels of whole episodes and step ranges replace the success info's labels of
+  the episodes and windows they cover; the rest keep the success info's, and where a store has none,
+  only labelled episodes (and, inside them, labelled windows) are used.
 
 Negatives come from failed episodes and from time-reversed ("rewound") windows of successful episodes,
 whose target is the label of the state their last frame shows (success info: not yet succeeded; progress:
@@ -57,8 +63,9 @@ class Config:
     """vlmrl zarr episode stores or LeRobotDataset directories (same camera and frame size)."""
     out: Path = Path("student.pt")
     """The scorer file to write (use it with ``scorer:learned --scorer.path``)."""
-    labels: Literal["success", "progress", "teacher"] = "success"
-    """Where targets come from: the episodes' success info, the twin's progress, or ``teacher``."""
+    labels: Literal["success", "progress", "teacher"] | Path = "success"
+    """Where targets come from: the episodes' success info, the twin's progress, ``teacher``, or a labels
+    FILE written by ``vlmrl view`` (its labels replace the success info's where they cover an episode)."""
     teacher: TeacherChoice = field(default_factory=OracleConfig)
     """The scorer whose scores are the targets with ``--labels teacher``."""
     camera: str | None = None
@@ -118,10 +125,13 @@ class Dataset:
 
 
 def fit_signature(cfg: Config) -> str:
-    """Hash of the options a checkpoint must share to be resumed (not run_dir, resume, progress)."""
+    """Hash of the options a checkpoint must share to be resumed (not run_dir, resume, progress), and of
+    the labels file's contents when the labels come from one."""
     data = dataclasses.asdict(cfg)
     for key in ("resume", "progress", "run_dir", "epochs", "patience"):
         data.pop(key)
+    if isinstance(cfg.labels, Path):
+        data["labels_file"] = hashlib.sha256(cfg.labels.read_bytes()).hexdigest()
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -136,7 +146,11 @@ def open_sources(cfg: Config) -> list[Any]:
         for path in cfg.episodes:
             source = Recording(path, cfg.camera)
             sources.append(source)
-            need = {"success": "success", "progress": "progress"}.get(cfg.labels)
+            need = (
+                {"success": "success", "progress": "progress"}.get(cfg.labels)
+                if isinstance(cfg.labels, str)
+                else None
+            )
             if need and need not in source.info_keys:
                 raise ConfigError(
                     f"--labels {cfg.labels}: {path} stores no per-step {need} info "
@@ -168,55 +182,133 @@ def open_sources(cfg: Config) -> list[Any]:
     return sources
 
 
-def build_dataset(cfg: Config, sources: list[Any], prompt: str, teacher: Any) -> Dataset:
-    """Every window (and rewound window) of every episode with its target; ConfigError when the targets
-    are all of one class."""
-    from vlm.backends.learned import clip_frames
-    from vlmrl.scorer_eval import dense_windows, window_clip, window_labels
+def people_labels(cfg: Config, sources: list[Any]) -> list[dict[int, list[Any]]]:
+    """Per source, episode id -> the labels file's labels of it (``--labels FILE``; empty otherwise).
 
+    Raises:
+        ConfigError: the file is malformed, names an episode a store does not hold, or leaves a store
+            without success info with no labelled episode.
+    """
+    from vlmrl.labels import labels_for_store
+
+    if not isinstance(cfg.labels, Path):
+        return [{} for _ in sources]
+    out = []
+    for source in sources:
+        by_episode: dict[int, list[Any]] = {}
+        for label in labels_for_store([cfg.labels], source.path, only_store=len(sources) == 1):
+            by_episode.setdefault(label.episode, []).append(label)
+        known = {source.source_id(e) for e in source.episodes()}
+        unknown = sorted(set(by_episode) - known)
+        if unknown:
+            raise ConfigError(
+                f"--labels {cfg.labels}: labels episode {unknown[0]}, which {source.path} does not hold "
+                f"(it has {len(known)} episodes); was the file written for another store?"
+            )
+        if not by_episode and "success" not in source.info_keys:
+            raise ConfigError(
+                f"--labels {cfg.labels}: labels none of {source.path}'s episodes, and the store has no success "
+                "info to fall back on (label some in vlmrl view, or fit on the store that file is beside)"
+            )
+        out.append(by_episode)
+    return out
+
+
+def episode_windows(
+    cfg: Config, refs: list[Any], n_rows: int, info: dict[str, np.ndarray], people: list[Any]
+) -> list[tuple[bool, list[Any], np.ndarray | None, np.ndarray]]:
+    """(rewound, windows, targets (None: the teacher scores them), truth) of one episode's windows, forward
+    and, for a successful episode with ``--rewound``, time-reversed; [] for an episode nothing labels."""
+    from vlmrl.labels import window_targets
+    from vlmrl.scorer_eval import window_labels
+
+    success, progress = info.get("success"), info.get("progress")
+    starts = np.array([r.start for r in refs], np.int64)
+    reached = np.maximum.accumulate(np.asarray(success) > 0) if success is not None else None
+    if isinstance(cfg.labels, Path):  # people's labels where they cover the episode, else the success info
+        base = window_labels(success, refs) if success is not None else None
+        forward = window_targets(n_rows, starts, cfg.clip_length, cfg.clip_stride, people, base)
+        if forward is None:
+            if base is None:
+                return []
+            forward = base.astype(np.float32)
+        out = []
+        for reverse in (False, True) if cfg.rewound else (False,):
+            if reverse:
+                base = reached[starts] if reached is not None else None
+                target = window_targets(n_rows, starts, cfg.clip_length, cfg.clip_stride, people, base, True)
+                if target is None:
+                    target = np.asarray(base, np.float32)
+            else:
+                target = forward
+            keep = ~np.isnan(target)
+            if reverse and not (forward[~np.isnan(forward)] >= 0.5).any():
+                break  # as with success info: only successful episodes are rewound
+            chosen = [r for r, k in zip(refs, keep) if k]
+            if chosen:
+                out.append((reverse, chosen, target[keep], target[keep] >= 0.5))
+        return out
+    if success is not None:
+        labels = window_labels(success, refs)
+        episode_ok = bool(np.any(np.asarray(success) > 0))
+    else:
+        labels = (
+            np.array([float(progress[r.start + (r.length - 1) * r.stride]) >= 0.5 for r in refs])
+            if progress is not None
+            else np.zeros(len(refs), bool)
+        )
+        episode_ok = bool(labels.any())
+    out = []
+    for reverse in (False, True) if cfg.rewound and episode_ok else (False,):
+        target: np.ndarray | None
+        if cfg.labels == "teacher":
+            target = None
+        elif cfg.labels == "progress":
+            idx = starts if reverse else np.array([r.start + (r.length - 1) * r.stride for r in refs])
+            target = np.asarray(progress, np.float32)[idx]
+        elif reverse:  # the state its last frame shows: the original first frame's
+            target = reached[starts].astype(np.float32)
+        else:
+            target = labels.astype(np.float32)
+        truth = reached[starts] if reverse and reached is not None else labels
+        out.append((reverse, refs, target, np.asarray(truth, bool)))
+    return out
+
+
+def build_dataset(
+    cfg: Config,
+    sources: list[Any],
+    prompt: str,
+    teacher: Any,
+    people: list[dict[int, list[Any]]] | None = None,
+) -> Dataset:
+    """Every window (and rewound window) of every episode with its target; ConfigError when the targets
+    are all of one class. ``people``: per source, episode id -> labels (``people_labels``)."""
+    from vlm.backends.learned import clip_frames
+    from vlmrl.scorer_eval import dense_windows, window_clip
+
+    people = people or [{} for _ in sources]
     frames, targets, episodes, rewound, truth = [], [], [], [], []
     index = 0
-    for source in sources:
+    for source, labelled in zip(sources, people):
         for episode in source.episodes():
             ep_frames, info = source.arrays(episode)
             refs = dense_windows(episode, len(ep_frames), cfg.clip_length, cfg.clip_stride, source.camera)
-            success = info.get("success")
-            progress = info.get("progress")
-            if success is not None:
-                labels = window_labels(success, refs)
-                episode_ok = bool(np.any(np.asarray(success) > 0))
-            else:
-                labels = (
-                    np.array([float(progress[r.start + (r.length - 1) * r.stride]) >= 0.5 for r in refs])
-                    if progress is not None
-                    else np.zeros(len(refs), bool)
-                )
-                episode_ok = bool(labels.any())
-            reverse_too = cfg.rewound and episode_ok
-            for reverse in (False, True) if reverse_too else (False,):
-                clips = [window_clip(ep_frames, info, r, reverse=reverse) for r in refs]
-                if cfg.labels == "teacher":
+            chosen = episode_windows(
+                cfg, refs, len(ep_frames), info, labelled.get(source.source_id(episode), [])
+            )
+            for reverse, windows, target, truth_of in chosen:
+                clips = [window_clip(ep_frames, info, r, reverse=reverse) for r in windows]
+                if target is None:
                     target = np.asarray(teacher.score(clips, prompt), np.float32)
-                elif cfg.labels == "progress":
-                    target = np.array(
-                        [float(np.asarray(c.info["progress"]).ravel()[-1]) for c in clips], np.float32
-                    )
-                elif reverse:  # the state its last frame shows: the original first frame's
-                    reached = np.maximum.accumulate(np.asarray(success) > 0)
-                    target = np.array([reached[r.start] for r in refs], np.float32)
-                else:
-                    target = labels.astype(np.float32)
-                truth_of = (
-                    np.array([np.maximum.accumulate(np.asarray(success) > 0)[r.start] for r in refs])
-                    if reverse and success is not None
-                    else labels
-                )
                 frames.append(np.stack([clip_frames(c, cfg.num_frames) for c in clips]))
                 targets.append(np.clip(target, 0.0, 1.0))
                 episodes.append(np.full(len(clips), index))
                 rewound.append(np.full(len(clips), reverse))
                 truth.append(np.asarray(truth_of, bool))
             index += 1
+    if not frames:
+        raise ConfigError(f"--labels {cfg.labels}: no labelled windows to fit on")
     data = Dataset(
         np.concatenate(frames),
         np.concatenate(targets).astype(np.float32),
@@ -229,6 +321,7 @@ def build_dataset(cfg: Config, sources: list[Any], prompt: str, teacher: Any) ->
         raise ConfigError(
             f"all {len(hard)} windows have {'positive' if hard.all() else 'negative'} targets (--labels "
             f"{cfg.labels}); a scorer needs both: record failed and successful episodes"
+            + (" (or label both kinds in vlmrl view)" if isinstance(cfg.labels, Path) else "")
         )
     return data
 
@@ -467,7 +560,7 @@ def main(cfg: Config) -> int:
         if cfg.labels == "teacher":
             teacher = make_scorer(cfg.teacher)  # one line if unreachable, before anything is written
         camera, image_hw = sources[0].camera, sources[0].image_hw
-        data = build_dataset(cfg, sources, prompt, teacher)
+        data = build_dataset(cfg, sources, prompt, teacher, people_labels(cfg, sources))
         teacher_id = teacher.scorer_id if teacher is not None else None
     finally:
         if teacher is not None:
@@ -488,7 +581,10 @@ def main(cfg: Config) -> int:
     truth = data.truth[held_mask]
     threshold = best_threshold(scores, truth)
     heldout = {"windows": int(held_mask.sum()), **figures(scores, truth, threshold)}
-    labels = f"teacher {teacher_id}" if cfg.labels == "teacher" else cfg.labels
+    if isinstance(cfg.labels, Path):
+        labels = f"file {cfg.labels}"
+    else:
+        labels = f"teacher {teacher_id}" if cfg.labels == "teacher" else cfg.labels
     summary = {
         "camera": camera,
         "image_hw": list(image_hw),

@@ -1,0 +1,1 @@
+python benchmarks/viewer.py --quick --json results/bench/viewer-quick.json

@@ -1,0 +1,1 @@
+python benchmarks/viewer.py --json results/bench/viewer.json
