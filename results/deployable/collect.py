@@ -49,7 +49,10 @@ def collect(runs: Path) -> list[dict[str, object]]:
 
 
 def table(rows: list[dict[str, object]]) -> str:
-    out = ["| run | curve (success % at each evaluation) | final | best - last 3 | wall s | commit | CPU |", "|---|---|---|---|---|---|---|"]
+    out = [
+        "| run | curve (success % at each evaluation) | final | best - last 3 | wall s | commit | CPU |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         curve = " ".join(f"{round(v * 100)}" for v in r["curve"].values())  # type: ignore[union-attr]
         out.append(
