@@ -88,9 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         wants_help = "--help" in rest or "-h" in rest
         default = module.cli_default(rest) if hasattr(module, "cli_default") and not wants_help else None
-        cfg = tyro.cli(
-            module.Config, args=rest, prog=f"vlmrl {verb}", description=module.__doc__, default=default
-        )
+        given = {"default": default} if default is not None else {}
+        cfg = tyro.cli(module.Config, args=rest, prog=f"vlmrl {verb}", description=module.__doc__, **given)
     except USER_ERRORS as exc:
         print(f"vlmrl {verb}: error: {exc}", file=sys.stderr)
         return 1

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from vlmrl.errors import ConfigError
 
-if TYPE_CHECKING:
-    from vlmrl.train_config import TrainConfig
+TrainConfig = Any
+"""``vlmrl.train_config.TrainConfig`` (not imported: it imports ``RecipeName`` from here)."""
 
 
 @dataclass(frozen=True)
