@@ -5,7 +5,7 @@ with per-task budgets. It sets a field only where the command line left it at ``
 any option given beside ``--recipe`` wins. The values a recipe set are printed when the run starts and listed
 in the run's report; ``config.json`` holds the resolved config as always.
 
-Each recipe's measured results are in the README ("Deployable policies") and ``results/deployable/``.
+Each recipe's measured results are in docs/deployable.md and ``results/deployable/``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ DEPLOYABLE = Recipe(
         "policy_obs": "robot",
         "sim.action_mode": "delta",
         "sim.reward": "sparse",
-        # Episodes end at success and the success is valued as held for ever (README "Success-terminal
+        # Episodes end at success and the success is valued as held for ever (docs/deployable.md, "Success-terminal
         # episodes"): the critic's targets at success are exact instead of bootstrapped.
         "sim.terminate_on_success": True,
         "buffer.absorbing_terminal": True,
