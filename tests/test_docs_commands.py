@@ -161,12 +161,16 @@ def parse(verb: str, args: list[str]) -> Any:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             return tyro.cli(module.Config, args=args, prog=f"vlmrl {verb}", description=module.__doc__)
     except SystemExit:
-        said = [
-            line.strip(" │╭╮╰╯─-")
-            for line in out.getvalue().splitlines()
-            if line.strip(" │╭╮╰╯─-") and "full helptext" not in line
-        ]
-        raise DocError("; ".join(dict.fromkeys(said)) or "the parser exited") from None
+        said = []
+        for line in out.getvalue().splitlines():
+            line = line.strip(" │╭╮╰╯─-")
+            if line.startswith(("Perhaps you meant", "Available subcommands", "For full helptext")):
+                break  # tyro's suggestions and help pointers: the problem itself is above them
+            if line:
+                said.append(line)
+        if len(said) > 1 and said[1].lower().startswith(said[0].lower()):
+            said = said[1:]  # the box's heading repeated by its first line
+        raise DocError(" ".join(said) or "the parser exited") from None
 
 
 def check_train(cfg: Any) -> None:
