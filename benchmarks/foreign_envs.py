@@ -125,7 +125,7 @@ def _ret(value: float | None, sd: float | None) -> str:
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    """The README table of finished grids: one row per task, ours against SB3 at the same budget."""
+    """The results table of finished grids: one row per task, ours against SB3 at the same budget."""
     first = results[0]["details"]
     lines = [
         f"Seeds {', '.join(map(str, first['seeds']))}; {first['eval_episodes']} evaluation episodes per "

@@ -1,7 +1,7 @@
 """Analyse `replay_experiment.py` results: curves with confidence bands, success at budget, efficiency.
 
 Reads `results.jsonl`; writes `curves_<task>.png` (mean success rate vs env steps with a 95% t-interval
-band over seeds, per mode and noise level), `summary.json`, and `results.md` (the table the README
+band over seeds, per mode and noise level), `summary.json`, and `results.md` (the table docs/results.md
 embeds). Sample-efficiency gain: how many fewer env steps a setting needs to first reach uniform
 replay's final mean success rate (linear interpolation on the seed-mean curve); "-" when uniform never
 succeeds or the setting never gets there. Mean success over evaluations: the seed-mean curve averaged over

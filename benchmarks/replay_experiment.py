@@ -8,7 +8,7 @@ checkpoints. Analyse with `benchmarks/replay_analysis.py`.
 
 With ``--ray-address`` (an address, ``auto`` or ``local``) each run is a Ray task instead, with its CPU
 (and GPU) request, so the grid spreads over a cluster; the driver writes the results file as runs end
-(README "Grids on a Ray cluster").
+(docs/ray.md, "Grids on a Ray cluster").
 
     python benchmarks/replay_experiment.py --quick                 # a small grid, minutes
     python benchmarks/replay_experiment.py --tasks lift place --seeds 0 1 2 --total-steps 40000

@@ -113,7 +113,7 @@ class BufferConfig:
     blosc-zstd-bitshuffle at ~3x the decode time), so `none` reads fastest; noise-free sim renders
     shrink ~5x with `blosc-lz4`, which decodes fast. `jpeg` is lossy (every frame its own JPEG at
     `frame_quality`, through imagecodecs): ~8x smaller at quality 90, readable by plain zarr-python
-    (README, "Lossy frames")."""
+    (docs/recordings.md, "Lossy frames")."""
     frame_quality: int = 90
     """JPEG quality (1..100) of `frame_codec=jpeg`, recorded in the store; ignored by lossless codecs."""
     prefetch: bool = False
@@ -137,7 +137,7 @@ class BufferConfig:
     bootstrap, as before). With episodes that end at success (``terminate_on_success``, a success key on the
     arm) this values success as holding it for ever, so ending an episode by succeeding is worth as much as
     an episode that runs on in success (a sparse 1 once is otherwise worth less than the entropy bonus SAC
-    collects by staying alive: measured on twin reach, README "Success-terminal episodes"). Needs gamma < 1."""
+    collects by staying alive: measured on twin reach, docs/deployable.md, "Success-terminal episodes"). Needs gamma < 1."""
     frame_stack: int = 1
     """Frames stacked along the channel axis for pixel keys (earlier frames clamp at episode start)."""
     clip_length: int = 8

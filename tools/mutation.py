@@ -9,7 +9,7 @@ is left out and why. Raise statements are not mutated anywhere (their text is an
 condition input validation, both tested elsewhere).
 
 Prints one line per module and writes ``results/mutation/<group>.json`` (counts, surviving mutants
-with their diffs, command, commit, date, load), which docs/mutation.md and the README quote.
+with their diffs, command, commit, date, load), which docs/mutation.md quotes.
 
     python tools/mutation.py [--jobs N] [--scratch DIR] [--rerun] [GROUP ...]
 

@@ -1,12 +1,12 @@
 """Named training recipes: `vlmrl train --recipe NAME` sets a measured combination of options at once.
 
 A recipe is a table of ``TrainConfig`` fields (dotted paths such as ``agent.layer_norm``) and their values,
-with per-task budgets. On the command line it replaces ``vlmrl train``'s defaults (``parse_train_args``), so
+with per-task budgets. On the command line it replaces ``vlmrl train``'s defaults (``vlmrl.pipelines.train.cli_default``), so
 any option given beside ``--recipe`` wins, even one that names the plain default. What the recipe set and
 what was given instead are printed when the run starts and listed in the run's report; ``config.json`` holds
 the resolved config as always. From Python: ``recipe_config("deployable", "lift", TrainConfig())``.
 
-Each recipe's measured results are in the README ("Deployable policies") and ``results/deployable/``.
+Each recipe's measured results are in docs/deployable.md and ``results/deployable/``.
 """
 
 from __future__ import annotations

@@ -195,7 +195,7 @@ class TrainConfig:
     """``--offline`` learner: IQL hyper-parameters (its seed is ``--seed``)."""
     actors: int = 0
     """Env actors (Ray processes, each with its own env and a CPU copy of the policy) that collect episodes
-    for this learner, which stays the buffer's only writer (README "Scale-out on Ray"). 0: one process,
+    for this learner, which stays the buffer's only writer (docs/ray.md). 0: one process,
     Ray is not imported."""
     ray: RayConfig = RayConfig()
     """With ``--actors``: the cluster and how the actors are fed."""

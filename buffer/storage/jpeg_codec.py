@@ -4,7 +4,7 @@ imagecodecs ships JPEG as a numcodecs codec (``imagecodecs.numcodecs.Jpeg``, id 
 and zarr-python 3 reads any numcodecs codec stored under the name ``numcodecs.<id>`` once a zarr codec
 class is registered for that name. imagecodecs (2026.1) registers no zarr 3 class itself, so
 ``register_jpeg_codec`` registers both (explicitly, never as an import side effect); a reader without
-vlmrl does the same in four lines (README, "Lossy frames").
+vlmrl does the same in four lines (docs/recordings.md, "Lossy frames").
 
 A frame array's inner chunk is one frame (1, H, W, 3), so every frame is its own JPEG image: the codec
 chain is [numcodecs.imagecodecs_jpeg, crc32c]. Chroma is not subsampled (4:4:4): on 84x84 camera-like

@@ -4,7 +4,7 @@ pipeline, within a small CPU budget.
 
 The target's position is visible only in the camera image, so the thresholds are set where the same
 run with the image features zeroed (a broken encoder path) fails. The run uses the reach recipe's
-asymmetric critic with the auxiliary state loss (README), which teaches the encoder where the target is
+asymmetric critic with the auxiliary state loss (docs/deployable.md), which teaches the encoder where the target is
 within this budget. Measured at 1,500 steps on the 2-core Intel Xeon with the default encoder (4x4 patch
 embedding, one 3x3 conv): seeds 0, 1, 2 reached 70%, 75%, 40% success with returns 11.5, 9.4, -0.8; with
 the image features zeroed 25%, 20%, 25% and -12.4, -11.1, -3.9. Without the asymmetric critic the same

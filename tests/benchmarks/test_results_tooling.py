@@ -1,4 +1,4 @@
-"""The experiment analysis maths and the generated README section."""
+"""The experiment analysis maths and the generated results (docs/results.md and the README's list of studies)."""
 
 import importlib
 import json
@@ -93,7 +93,7 @@ def test_runs_with_demonstrations_are_their_own_variant_with_the_replayed_demo_s
     assert "replayed demos" not in plain_table
 
 
-def test_readme_results_section_is_generated_from_the_committed_files():
+def test_the_results_page_and_readme_list_are_generated_from_the_committed_files():
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "readme_results.py"), "--check"],
         capture_output=True,
@@ -130,15 +130,27 @@ def test_a_variant_names_its_runs_and_passes_its_options_to_vlmrl_train(tmp_path
     assert "vlm[warmup2k] noise=0.2" in analysis.analyse([row])["lift"]["settings"]
 
 
-def test_experiment_tables_join_the_results_section_with_links_from_the_readme(tmp_path):
+def test_experiment_tables_join_the_results_page_with_links_from_docs(tmp_path):
     results = importlib.import_module("readme_results")
     folder = tmp_path / "results" / "scorers"
     folder.mkdir(parents=True)
     (folder / "evaluation.md").write_text("# Scorers\n\n| a |\n|---|\n| 1 |\n\n![roc.png](roc.png)\n")
     text = results.section(tmp_path)
-    assert "### Scorers that read pixels" in text and "Code as Reward" not in text  # only what exists
+    assert "\n## Scorers that read pixels" in text and "Code as Reward" not in text  # only what exists
     assert "**Scorers**" in text and "\n# Scorers" not in text
-    assert "![roc.png](results/scorers/roc.png)" in text
+    assert "![roc.png](../results/scorers/roc.png)" in text  # relative to docs/
+    assert "[results/scorers/README.md](../results/scorers/README.md)" in text
+    index = results.index(tmp_path)
+    assert "- [Scorers that read pixels: `vlmrl score --evaluate`" in index
+    assert "(docs/results.md#scorers-that-read-pixels-vlmrl-score---evaluate-on-held-out" in index
+    assert "Code as Reward" not in index
+
+
+def test_the_generated_part_replaces_only_what_lies_between_its_markers():
+    results = importlib.import_module("readme_results")
+    page = f"# Results\n\nhand-written\n\n{results.START}\nold\n{results.END}\n\nafter\n"
+    assert results.render(page, f"{results.START}\nnew\n{results.END}") == page.replace("old", "new")
+    assert results.render("# R\n", "X", results.INDEX_START, results.INDEX_END) == "# R\n\nX\n"
 
 
 def test_a_benchmark_row_names_the_cpu_and_commit_its_json_records(tmp_path):

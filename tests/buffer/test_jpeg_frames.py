@@ -1,5 +1,5 @@
 """frame_codec="jpeg" (issue 18, item 4): lossy frames with a bounded error, recorded in the store,
-reopened as stored, readable by plain zarr-python with the codec registered as the README says."""
+reopened as stored, readable by plain zarr-python with the codec registered as docs/recordings.md says."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from buffer.metadata import read_store_metadata
 
 SHAPE = (32, 32, 3)
 OBS_SPEC = {"state": ((2,), np.float32), "pixels/front": (SHAPE, np.uint8)}
-README = Path(__file__).resolve().parents[2] / "README.md"
+RECORDINGS_DOC = Path(__file__).resolve().parents[2] / "docs" / "recordings.md"
 
 
 def camera_frames(episode: int, n: int) -> np.ndarray:
@@ -119,13 +119,13 @@ def test_reopen_keeps_the_stored_codec_and_resumes(tmp_path):
 
 
 def readme_snippet() -> str:
-    """The README's code block that registers the codec for plain zarr-python (no vlmrl import)."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("### Lossy frames") :]
+    """The guide's code block that registers the codec for plain zarr-python (no vlmrl import)."""
+    text = RECORDINGS_DOC.read_text(encoding="utf-8")
+    section = text[text.index("## Lossy frames") :]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)  # type: ignore[union-attr]
 
 
-def test_plain_zarr_python_reads_the_store_as_the_readme_says(tmp_path):
+def test_plain_zarr_python_reads_the_store_as_the_guide_says(tmp_path):
     buf = open_store(tmp_path / "s.zarr", frame_codec="jpeg")
     add_episode(buf, 0)
     ours = stored_frames(buf, 12)

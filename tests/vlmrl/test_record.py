@@ -183,7 +183,7 @@ def test_a_run_failing_on_bad_input_leaves_the_previous_run_untouched(tmp_path):
 
 
 def test_the_twin_records_at_its_training_rate_unless_told_otherwise(tmp_path):
-    """The README's `vlmrl record --source scripted` tripped its watchdog at the default 30 Hz on a busy
+    """The guide's `vlmrl record --source scripted` tripped its watchdog at the default 30 Hz on a busy
     2-core machine; the twin's policies train and deploy at SimConfig.control_hz (20 Hz)."""
     from robot.config import ArmConfig
     from sim import SimConfig
@@ -213,7 +213,7 @@ def test_the_watchdog_is_on_for_arms_and_off_for_the_lockstep_twin_unless_asked(
 
 def test_a_watchdog_stop_keeps_and_exports_the_episodes_committed_before_it(tmp_path, monkeypatch, capsys):
     """Episode 2 of 3 stalls past the watchdog's limit: episode 1 stays in the store and the LeRobot export
-    (so the README's next line, train --offline runs/rec/lerobot, has data), and the stop is reported."""
+    (so docs/offline.md's next line, train --offline runs/rec/lerobot, has data), and the stop is reported."""
     import time
 
     from robot.errors import RobotError

@@ -301,7 +301,7 @@ def test_score_refuses_a_learned_scorer_of_another_size_before_writing(store, tm
 
 
 def test_train_renders_at_the_learned_scorers_size_unless_told(random_student, capsys):
-    """README chain: `vlmrl record` stores 128 px frames, `scorer fit` learns at that size, and `vlmrl train
+    """docs/scorers.md chain: `vlmrl record` stores 128 px frames, `scorer fit` learns at that size, and `vlmrl train
     scorer:learned` rendered 64 px and refused to start."""
     import dataclasses
 

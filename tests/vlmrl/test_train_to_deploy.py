@@ -80,23 +80,23 @@ def test_robot_policy_needs_an_arm_with_joint_keys(tmp_path):
         Trainer.create(cfg)
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DEPLOYABLE_DOC = Path(__file__).resolve().parents[2] / "docs" / "deployable.md"
 
 
-def readme_command(start: str) -> list[str]:
-    """The README's command that begins with ``start`` (with its backslash-continued lines), split as a
-    shell would (comments dropped)."""
-    text = README.read_text().replace("\\\n", " ")
+def guide_command(start: str) -> list[str]:
+    """The command of docs/deployable.md that begins with ``start`` (with its backslash-continued lines), split
+    as a shell would (comments dropped)."""
+    text = DEPLOYABLE_DOC.read_text().replace("\\\n", " ")
     lines = [line for line in text.splitlines() if line.startswith(start)]
-    assert len(lines) == 1, f"README should hold one line starting {start!r}, found {len(lines)}"
+    assert len(lines) == 1, f"docs/deployable.md should hold one line starting {start!r}, found {len(lines)}"
     return shlex.split(lines[0], comments=True)
 
 
-def test_the_readmes_train_then_deploy_lines_run_as_written(tmp_path, monkeypatch, capsys):
-    """Issue #15, item 1: the quick start's train -> deploy on the twin, in the README's own words; only
+def test_the_guides_reach_train_then_deploy_lines_run_as_written(tmp_path, monkeypatch, capsys):
+    """Issue #15, item 1: the reach train -> deploy on the twin, in docs/deployable.md's own words; only
     budgets are appended (later options win), and it runs in a scratch directory."""
-    train = readme_command("vlmrl train --sim.task reach --policy-obs robot")
-    deploy_twin = readme_command("vlmrl deploy --policy runs/reach-robot/policy.pt  ")
+    train = guide_command("vlmrl train --sim.task reach --policy-obs robot")
+    deploy_twin = guide_command("vlmrl deploy --policy runs/reach-robot/policy.pt  ")
     assert train[:2] == ["vlmrl", "train"] and deploy_twin[:2] == ["vlmrl", "deploy"]
     monkeypatch.chdir(tmp_path)
     budget = [
