@@ -261,6 +261,9 @@ def resolve_buffer_config(cfg: TrainConfig, scorer_id: str) -> BufferConfig:
 def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
     """One-line ConfigErrors for settings that cannot run together (``new_run`` False: a resumed run,
     whose checkpoint may predate a rule and keeps the semantics it started with)."""
+    from vlmrl.config_ranges import check_ranges
+
+    check_ranges(cfg)  # every numeric option within its range first (issue #36)
     if cfg.total_steps < 1 or cfg.batch_size < 1 or cfg.eval_episodes < 1:
         raise ConfigError("total_steps, batch_size and eval_episodes must be >= 1")
     from vlmrl.perturbation_grid import check_train_grid
