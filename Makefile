@@ -58,7 +58,7 @@ clean-venv:
 # `make mutation MUTATION_GROUPS="sac safety"` runs a subset; `make mutation-rerun` re-tests only the last
 # run's survivors and timeouts with today's tests; `cd $(MUTATION_DIR)/<group> && $(CURDIR)/.venv/bin/mutmut
 # results` lists the survivors.
-MUTATION_GROUPS ?= samplers replay sac safety learner
+MUTATION_GROUPS ?= samplers replay sac safety learner tasks randomization iql offline scoring_worker reward_checker frame_checks integrity zarr_commit
 MUTATION_DIR ?= /tmp/vlmrl-mutation
 MUTATION_JOBS ?= 1
 mutation: setup

@@ -82,5 +82,6 @@ def normalize_actions(env: gymnasium.Env) -> gymnasium.Env:
         raise SimError(f"normalize_actions needs a bounded Box action space, got {box}")
     if np.all(box.low == -1.0) and np.all(box.high == 1.0):
         return env
-    ones = np.ones(box.shape, dtype=np.float32)
-    return RescaleAction(env, -ones, ones)
+    # Scalars, not arrays: gymnasium records these arguments in ``env.spec`` and compares specs with ``==``,
+    # which an array cannot answer (``gymnasium.make(env.spec)`` and ``check_env`` failed; issue #36).
+    return RescaleAction(env, -1.0, 1.0)

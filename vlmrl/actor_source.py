@@ -13,7 +13,11 @@ loop's ``after_step`` once per transition, so updates per env step are those of 
   learner, and the learner waits for whichever actor finishes first: a slow actor never blocks it.
 - An actor that dies (``SIGKILL``) is restarted by Ray (``max_restarts=-1``); one that takes longer than
   ``episode_timeout_s`` is killed so Ray restarts it. Their episodes in flight are lost (never committed,
-  counted in ``actors/lost_episodes``); nothing committed is touched.
+  counted in ``actors/lost_episodes``); nothing committed is touched. Until a probe (its ``pid``) returns, a
+  restarting actor gets no episode requests: Ray refuses calls that reach it while it restarts, and each
+  refused request used to count as one more lost episode (14 lost with 2 in flight, issue #36). So at most
+  ``max_in_flight`` episodes are lost per death, and every requested episode is committed, lost or in
+  flight.
 - `vlmrl finetune --actors N` runs ``vlmrl.robot_actor.RobotActor`` the same way (``actor_class``), each
   built from its own arm's config (``actor_configs``).
 """
@@ -61,8 +65,11 @@ class _Slot:
     in_flight: dict[Any, int] = field(default_factory=dict)
     busy_since: float = 0.0
     """Monotonic time its current episode started (its last result, or its first request when idle)."""
-    killed: bool = False
-    """Killed for a timeout; its requests in flight will fail (and be counted) before it gets more."""
+    down: bool = False
+    """Died, or killed for a timeout: gets no requests until ``probe`` returns (its requests in flight fail
+    and are counted lost)."""
+    probe: Any = None
+    """A ``pid`` call sent while it is down; it returns once Ray has restarted the actor."""
     restarts: int = 0
     """Times it died (or was killed) while up."""
     episodes_since_start: int = 0
@@ -79,6 +86,8 @@ class ActorCounters:
     episodes: int = 0
     lost_episodes: int = 0
     """Episodes in flight on an actor that died or timed out (never committed)."""
+    requested: int = 0
+    """Episode requests sent: ``episodes + lost_episodes`` plus those still in flight."""
     timeouts: int = 0
     broadcasts: int = 0
 
@@ -189,7 +198,7 @@ class ActorEpisodes:
         assert self.next_episode is not None
         random_actions = self.random_until()
         for slot in self.slots:
-            if slot.killed:
+            if slot.down:
                 continue
             if not slot.in_flight:
                 slot.busy_since = time.monotonic()
@@ -199,6 +208,7 @@ class ActorEpisodes:
                 )
                 slot.in_flight[ref] = self.next_episode
                 self.next_episode += 1
+                self.counters.requested += 1
 
     def _next_finished(self) -> tuple[int, dict[str, Any]]:
         """The first finished episode of any actor and that actor's index; dead or timed-out actors' episodes
@@ -206,14 +216,17 @@ class ActorEpisodes:
         while True:
             self._kill_stuck()  # every turn: a stuck actor is found even while the others deliver
             pending = {ref: slot for slot in self.slots for ref in slot.in_flight}
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+            probes = {slot.probe: slot for slot in self.slots if slot.probe is not None}
+            ready, _ = ray.wait([*pending, *probes], num_returns=1, timeout=1.0)
             if not ready:
                 continue
             ref = ready[0]
+            if ref in probes:
+                self._probed(probes[ref], ref)
+                continue
             slot = pending[ref]
             del slot.in_flight[ref]
             slot.busy_since = time.monotonic()
-            slot.killed = slot.killed and bool(slot.in_flight)
             try:
                 result = ray.get(ref)
             except ray.exceptions.RayTaskError as exc:  # its episode raised (an arm's emergency stop...)
@@ -225,21 +238,41 @@ class ActorEpisodes:
                 self.counters.lost_episodes += 1
                 slot.restarts += 0 if slot.starting else 1
                 slot.starting, slot.episodes_since_start = True, 0
-                self._submit()
+                self._take_down(slot)
                 continue
             slot.starting = False
             slot.episodes_since_start += 1
             return self.slots.index(slot), result
+
+    def _take_down(self, slot: _Slot) -> None:
+        """No more requests to ``slot`` until a probe says Ray has restarted it."""
+        slot.down = True
+        if slot.probe is None:
+            slot.probe = slot.handle.pid.remote()
+
+    def _probed(self, slot: _Slot, ref: Any) -> None:
+        """A down actor's probe returned: it is back (and gets requests again), or probe again."""
+        slot.probe = None
+        try:
+            ray.get(ref)
+        except ray.exceptions.RayActorError as exc:  # still dead, or killed while it restarted
+            _raise_if_start_failed(slot, exc)
+            time.sleep(0.05)  # Ray refuses calls at once until it has noticed the death: do not spin
+            slot.probe = slot.handle.pid.remote()
+            return
+        slot.down = False
+        slot.busy_since = time.monotonic()
+        self._submit()
 
     def _kill_stuck(self) -> None:
         """Kill (Ray then restarts it) each actor busy with one episode for over ``episode_timeout_s``."""
         now = time.monotonic()
         for slot in self.slots:
             stuck = now - slot.busy_since > self.cfg.episode_timeout_s
-            if slot.in_flight and stuck and not (slot.killed or slot.starting):
+            if slot.in_flight and stuck and not (slot.down or slot.starting):
                 self.counters.timeouts += 1
-                slot.killed = True  # its requests fail with RayActorError and are counted lost then
                 ray.kill(slot.handle, no_restart=False)
+                self._take_down(slot)  # its requests fail with RayActorError and are counted lost then
 
     def describe(self) -> list[Any]:
         """Every actor's ``describe()`` (a robot actor's ``RobotSide``: what its env observes), once all are

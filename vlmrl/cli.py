@@ -1,7 +1,9 @@
 """`vlmrl <verb> [options]`: one verb per pipeline, each a dataclass config parsed by tyro.
 
 Every pipeline module under ``vlmrl.pipelines`` exposes ``Config`` (a dataclass, or a union of them for
-verbs with sub-modes) and ``main(cfg) -> int | None``; tests call ``main(cfg)`` directly.
+verbs with sub-modes) and ``main(cfg) -> int | None``; tests call ``main(cfg)`` directly. A module may also
+expose ``check_args(cfg, args)``, which sees the options as given (`vlmrl train --resume` refuses those that
+conflict with the stored run, even when they equal a default).
 """
 
 from __future__ import annotations
@@ -93,7 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except USER_ERRORS as exc:
         print(f"vlmrl {verb}: error: {exc}", file=sys.stderr)
         return 1
+    check_args = getattr(module, "check_args", None)  # the command line against stored state (train --resume)
     try:
+        if check_args is not None:
+            check_args(cfg, rest)
         code = module.main(cfg)
     except USER_ERRORS as exc:
         print(f"vlmrl {verb}: error: {exc}", file=sys.stderr)

@@ -29,6 +29,7 @@ from vlm.config import (
     OracleConfig,
     WorkerConfig,
 )
+from vlmrl.config_ranges import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, SEED, UNIT, check_ranges, register
 from vlmrl.errors import ConfigError
 from vlmrl.recipes import RecipeName
 from vlmrl.scorer_choice import ScorerChoice
@@ -266,6 +267,7 @@ def resolve_buffer_config(cfg: TrainConfig, scorer_id: str) -> BufferConfig:
 def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
     """One-line ConfigErrors for settings that cannot run together (``new_run`` False: a resumed run,
     whose checkpoint may predate a rule and keeps the semantics it started with)."""
+    check_ranges(cfg)  # every numeric option within its range first (issue #36)
     if cfg.total_steps < 1 or cfg.batch_size < 1 or cfg.eval_episodes < 1:
         raise ConfigError("total_steps, batch_size and eval_episodes must be >= 1")
     from vlmrl.perturbation_grid import check_train_grid
@@ -373,3 +375,38 @@ def resolved_dict(cfg: TrainConfig) -> dict[str, Any]:
     data = dataclasses.asdict(cfg)
     data["scorer"]["kind"] = cfg.scorer.kind
     return data
+
+
+# The numeric options' valid ranges (vlmrl/config_ranges.py checks them; registered here so that module
+# does not import this one).
+register(
+    RayConfig,
+    {
+        "actor_cpus": POSITIVE,
+        "weights_every_updates": AT_LEAST_ONE,
+        "max_in_flight": AT_LEAST_ONE,
+        "episode_timeout_s": POSITIVE,
+    },
+)
+register(
+    TrainConfig,
+    {
+        "aux_reward_weight": NON_NEGATIVE,
+        "reward_program_weight": NON_NEGATIVE,
+        "total_steps": AT_LEAST_ONE,
+        "demo_episodes": NON_NEGATIVE,
+        "prior_share": UNIT,
+        "randomize_ramp_steps": NON_NEGATIVE,
+        "learning_starts": NON_NEGATIVE,
+        "batch_size": AT_LEAST_ONE,
+        "eval_every_steps": AT_LEAST_ONE,
+        "eval_episodes": AT_LEAST_ONE,
+        "video_episodes": NON_NEGATIVE,
+        "checkpoint_every_steps": AT_LEAST_ONE,
+        "stop_after_steps": NON_NEGATIVE,
+        "seed": SEED,
+        "torch_threads": AT_LEAST_ONE,
+        "actors": NON_NEGATIVE,
+        "then_online": NON_NEGATIVE,
+    },
+)

@@ -155,7 +155,7 @@ def test_actor_settings_are_refused_in_one_line(tmp_path):
 
     with pytest.raises(ConfigError, match="actors must be >= 0"):
         check_config(tiny_pixels(tmp_path, actors=-1))
-    with pytest.raises(ConfigError, match=r"ray\.max_in_flight >= 1"):
+    with pytest.raises(ConfigError, match=r"ray\.max_in_flight must be >= 1, got 0 \(--ray\.max-in-flight\)"):
         check_config(tiny_pixels(tmp_path, ray=RayConfig(max_in_flight=0)))
     with pytest.raises(ConfigError, match="--prior-data with --actors"):
         check_config(tiny_pixels(tmp_path, prior_data=tmp_path))

@@ -95,3 +95,31 @@ def test_sb3_multi_input_sac_builds_and_learns_on_pixels_and_joints(tmp_path) ->
     assert any(not torch.equal(a, b) for a, b in zip(before, model.actor.parameters()))
     model.save(tmp_path / "sac")
     env.close()
+
+
+@pytest.mark.parametrize("normalize", [False, True], ids=["raw-actions", "normalize_actions"])
+@pytest.mark.parametrize("env_id", list(ENV_IDS))
+def test_gymnasium_check_env_passes_and_the_spec_round_trips(env_id: str, normalize: bool) -> None:
+    """Issue #36 item 5: ``check_env`` passes and ``gymnasium.make(env.spec)`` rebuilds the same env."""
+    from gymnasium.utils.env_checker import check_env
+
+    register_envs()
+    env = gymnasium.make(env_id, image_size=16, max_episode_steps=5, normalize_actions=normalize)
+    check_env(env.unwrapped, skip_render_check=True)
+    check_env(env, skip_render_check=True)
+    again = gymnasium.make(env.spec)
+    assert again.spec == env.spec and again.action_space == env.action_space
+    assert again.observation_space == env.observation_space
+    assert [type(w).__name__ for w in _wrappers(again)] == [type(w).__name__ for w in _wrappers(env)]
+    assert gymnasium.make(gymnasium.envs.registration.EnvSpec.from_json(env.spec.to_json())).spec == env.spec
+    if normalize:
+        assert np.all(again.action_space.low == -1.0) and np.all(again.action_space.high == 1.0)
+    env.close()
+    again.close()
+
+
+def _wrappers(env: gymnasium.Env) -> list[gymnasium.Env]:
+    stack = [env]
+    while isinstance(stack[-1], gymnasium.Wrapper):
+        stack.append(stack[-1].env)
+    return stack

@@ -16,9 +16,11 @@ from typing import Annotated, Any
 
 import tyro
 
+from vlmrl.config_ranges import check_ranges
 from vlmrl.errors import ConfigError
 from vlmrl.recipes import describe, overridden, recipe_changes, recipe_config
 from vlmrl.results import RunResult
+from vlmrl.resume_check import RESUME_OPTIONS, check_args, resume_or_finished
 from vlmrl.train_config import RayConfig, ReplayMode, ScorerChoice, TrainConfig, resolved_dict
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "ReplayMode",
     "ScorerChoice",
     "TrainConfig",
+    "check_args",
     "demo_config",
     "main",
     "resolved_dict",
@@ -59,6 +62,7 @@ def main(cfg: TrainConfig) -> int:
     """Train (or resume) a run; writes checkpoint, report, curves, video and policy.pt into the run dir."""
     import torch
 
+    check_ranges(cfg)  # before anything uses a value (torch threads, a resume's options)
     torch.set_num_threads(cfg.torch_threads)
     os.environ.setdefault("MUJOCO_GL", "egl")
     from vlmrl import offline
@@ -93,7 +97,7 @@ def offline_then_online(cfg: TrainConfig) -> int:
         return 0
     online_dir = done.run_dir / ONLINE_DIR
     if checkpoint_dir(online_dir).exists():
-        run(dataclasses.replace(cfg, resume=str(online_dir)))
+        run(resume_config(cfg, online_dir))
     else:
         print(f"vlmrl train: offline run done; {steps:,} online steps from its agent in {online_dir}")
         run(online_config(cfg, done.run_dir, steps))
@@ -136,6 +140,7 @@ def run(cfg: TrainConfig, scorer: Any = None, env_factory: Any = None) -> RunRes
 
     from vlmrl.trainer import Trainer
 
+    check_ranges(cfg)
     torch.set_num_threads(cfg.torch_threads)
     os.environ.setdefault("MUJOCO_GL", "egl")
     if cfg.demo and not cfg.resume:
@@ -148,6 +153,10 @@ def run(cfg: TrainConfig, scorer: Any = None, env_factory: Any = None) -> RunRes
         )
     if not cfg.resume and scorer is None:
         cfg = sim_size_for_learned_scorer(cfg)
+    if cfg.resume:  # conflicting options refused, a finished run left as it is (issue #36)
+        finished = resume_or_finished(cfg)
+        if finished is not None:
+            return finished
     trainer = (
         Trainer.resume(Path(cfg.resume), scorer=scorer, env_factory=env_factory)
         if cfg.resume
@@ -194,6 +203,13 @@ def run(cfg: TrainConfig, scorer: Any = None, env_factory: Any = None) -> RunRes
     final = trainer.final.as_dict() if getattr(trainer, "final", None) is not None else {}
     metrics = {"steps": trainer.state.step, "episodes": trainer.state.episode, **final}
     return RunResult(trainer.run_dir, metrics, outputs.get("policy"), outputs)
+
+
+def resume_config(cfg: TrainConfig, run_dir: Path) -> TrainConfig:
+    """A resume of ``run_dir`` with what ``cfg`` says about this invocation only (``RESUME_OPTIONS``)."""
+    return TrainConfig(
+        resume=str(run_dir), **{name: getattr(cfg, name) for name in RESUME_OPTIONS - {"resume"}}
+    )
 
 
 def actors_on_resume(given: TrainConfig, saved: TrainConfig) -> dict[str, Any]:
