@@ -84,4 +84,5 @@ def normalize_actions(env: gymnasium.Env) -> gymnasium.Env:
         return env
     # Scalars, not arrays: gymnasium records these arguments in ``env.spec`` and compares specs with ``==``,
     # which an array cannot answer (``gymnasium.make(env.spec)`` and ``check_env`` failed; issue #36).
-    return RescaleAction(env, -1.0, 1.0)
+    # gymnasium's annotation asks for numpy types; at run time it takes floats, as its own docs do.
+    return RescaleAction(env, -1.0, 1.0)  # type: ignore[arg-type]
