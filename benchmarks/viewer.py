@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from pixel_learning import git_commit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -46,20 +47,6 @@ def cpu_model() -> str:
     except OSError:
         return platform.processor() or "unknown"
     return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "unknown")
-
-
-def git_commit() -> str:
-    """HEAD's commit, with "+dirty" when the working tree differs from it."""
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        )
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True, check=True
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def build_store(path: Path, episodes: int, steps: int) -> None:
