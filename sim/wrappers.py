@@ -84,4 +84,4 @@ def normalize_actions(env: gymnasium.Env) -> gymnasium.Env:
         return env
     # Scalars, not arrays: gymnasium records these arguments in ``env.spec`` and compares specs with ``==``,
     # which an array cannot answer (``gymnasium.make(env.spec)`` and ``check_env`` failed; issue #36).
-    return RescaleAction(env, np.float64(-1.0), np.float64(1.0))  # float64 is a float: JSON takes it
+    return RescaleAction(env, -1.0, 1.0)
