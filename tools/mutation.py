@@ -163,7 +163,11 @@ GROUPS = {
     "reward_checker": Group(
         "vlm",
         "vlm/reward_program/checker.py",
-        ("tests/vlm/test_reward_program_checker.py", "tests/vlm/test_reward_program_sandbox.py"),
+        (
+            "tests/vlm/test_reward_program_checker.py",
+            "tests/vlm/test_reward_program_fuzz.py",
+            "tests/vlm/test_reward_program_sandbox.py",
+        ),
     ),
     "frame_checks": Group(
         "buffer",

@@ -282,11 +282,13 @@ def wrap_with_program(
 ) -> CaRReward:
     """``env`` with the CaR reward of the program file ``path`` (a resume reads the run directory's copy).
 
-    Refuses programs that did not pass verification, that were written for another task, a negative
-    weight or an unknown mode (one-line ConfigError / VLMError)."""
+    Refuses programs that did not pass verification, or whose verification record does not match them
+    (made by hand, edited since, or verified by another checker: issue #36), that were written for another
+    task, a negative weight or an unknown mode (one-line ConfigError / VLMError). A resume reads the copy the
+    run kept when it started."""
     from pathlib import Path
 
-    from vlm.reward_program import load_program, save_program
+    from vlm.reward_program import load_program, save_program, verification_problem
 
     if mode not in ("replace", "add"):
         raise ConfigError(f"reward_program_mode must be 'add' or 'replace', got {mode!r}")
@@ -294,15 +296,16 @@ def wrap_with_program(
         raise ConfigError(f"reward_program_weight must be >= 0, got {weight}")
     copy = Path(run_dir) / REWARD_PROGRAM_FILE
     program = load_program(copy if resuming else path)
+    verify_it = f"run `vlmrl reward-program verify --program {path}` and train with it once it passes"
     if program.status != "verified":
-        raise ConfigError(
-            f"{path}: the reward program is {program.status}; run `vlmrl reward-program verify --program {path}` "
-            "and train with it once it passes"
-        )
+        raise ConfigError(f"{path}: the reward program is {program.status}; {verify_it}")
     if program.task != task:
         raise ConfigError(
             f"{path}: the reward program is for task {program.task!r}, this run trains {task!r}"
         )
+    problem = "" if resuming else verification_problem(program)
+    if problem:
+        raise ConfigError(f"{path}: {problem}; {verify_it}")
     if not resuming:
         save_program(program, copy)
     return CaRReward(env, program, mode, weight)  # type: ignore[arg-type]

@@ -70,7 +70,9 @@ REFUSED = [
     ("def progress(obs):\n    return 1.0\n", "no `def check"),
     ("def check(obs) -> __import__('os'):\n    return ().__reduce_ex__(2)\n", "attribute"),
     ("def check(obs):\n    x = obs\n    return x\n", "obs only through"),
-    ("X = np.array([1.0])\ndef check(obs):\n    return np.clip(obs.ee_pos_m, 0, 1, out=X)\n", "out="),
+    ("def check(obs):\n    x = np.array([1.0])\n    return np.clip(obs.ee_pos_m, 0, 1, out=x)\n", "out="),
+    ("X = np.array([1.0])\ndef check(obs):\n    return obs.ee_pos_m[0] < X[0]\n", "module-level constants"),
+    ("X = [0.0] * 10 ** 10\ndef check(obs):\n    return True\n", "module-level constants"),
     ("x = " + "1+" * 1000 + "1\ndef check(obs):\n    return x\n", "nodes"),
     ("def check(obs):\n    return True\n" + "#" * 9000, "characters"),
 ]
@@ -82,7 +84,6 @@ STOPPED = [
      "            for k in range(1000):\n                x += 1\n    return x\n", "timeout"),
     ("def check(obs):\n    return len(np.array([1.0] * 10 ** 9)) > 0\n", "MemoryError"),
     ("def check(obs):\n    return np.linalg.norm(np.array([[1.0] * 100000] * 100000)) > 0\n", "stopped"),
-    ("X = [0.0] * 10 ** 10\ndef check(obs):\n    return True\n", "load"),
     ("X = 10 ** 10 ** 10\ndef check(obs):\n    return True\n", "load"),
     ("def check(obs):\n    return 1 / 0\n", "ZeroDivisionError"),
     ("def check(obs):\n    return obs.ee_pos_m[7]\n", "IndexError"),

@@ -136,3 +136,11 @@ def test_given_paths_and_conflicts() -> None:
     given = TrainConfig(resume="run")
     assert conflicts(given, saved) == []  # defaults are not options given through the Python API
     assert conflicts(given, saved, {"sim.task"}) == ["--sim.task lift (the run has reach)"]
+
+
+def test_the_online_part_of_an_offline_run_resumes_with_invocation_options_only() -> None:
+    from vlmrl.pipelines.train import resume_config
+
+    given = TrainConfig(offline=Path("data.zarr"), then_online=16, stop_after_steps=5, progress=False, seed=3)
+    resumed = resume_config(given, Path("run/online"))
+    assert resumed == TrainConfig(resume="run/online", stop_after_steps=5, progress=False)

@@ -11,12 +11,15 @@ from vlm.reward_program.program import (
     ProgramFileError,
     RewardProgram,
     Subtask,
+    bind_verification,
+    checker_version,
     load_program,
     next_version_path,
     parse_answer,
     save_program,
+    verification_problem,
 )
-from vlm.reward_program.sandbox import Sandbox, SandboxConfig, SandboxError, SubtaskResult
+from vlm.reward_program.sandbox import Sandbox, SandboxConfig, SandboxError, SubtaskResult, isolation_lines
 from vlm.reward_program.verify import Verification, dense_reward, verify
 from vlm.reward_program.view import FIELDS_BY_NAME, ROBOT_FIELDS, VIEW_FIELDS, view_api_text
 
@@ -34,12 +37,16 @@ __all__ = [
     "Subtask",
     "SubtaskResult",
     "Verification",
+    "bind_verification",
     "check_program",
+    "checker_version",
     "dense_reward",
+    "isolation_lines",
     "load_program",
     "next_version_path",
     "parse_answer",
     "save_program",
+    "verification_problem",
     "verify",
     "view_api_text",
 ]

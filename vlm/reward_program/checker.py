@@ -2,13 +2,19 @@
 
 A program is untrusted text from a model. It is parsed, never imported, and accepted only if every AST
 node is on the allow-list: one-argument functions ``check(obs)`` (required) and ``progress(obs)``
-(optional), module-level numeric constants, arithmetic, comparisons, ``if``, ``for i in range(<literal>)``,
+(optional, no type parameters), module-level constants that cannot change (numbers, tuples of numbers,
+``np.pi``: no lists, arrays or calls, so no call can leave state for the next one; the worker also runs
+each call on a fresh copy of the module, issue #36), arithmetic, comparisons, ``if``,
+``for i in range(<literal>)``,
 calls to a fixed list of builtins and numpy/math functions, and attributes only of the view (``obs.<field>``)
 or of that list (``np.linalg.norm``). No imports, no other attributes (so no ``__class__`` or
 ``__subclasses__`` chains), no names starting with ``_``, no ``while``, no comprehensions, lambdas, ``try``,
 ``with``, ``del``, ``global``, no strings beyond short literals, no calls of the program's own functions
-(so no recursion). Time and memory limits are the worker's job (``sandbox.py``): they stop what a
-static check cannot (``10 ** 10 ** 9``, huge arrays, nested loops).
+(so no recursion). Size limits (characters, syntax nodes, nesting depth) are checked before anything
+recursive runs, so the worker, whose recursion limit is ``WORKER_RECURSION_LIMIT``, accepts every program
+the caller's check accepted (a 190-deep expression passed here and killed the worker, issue #36). Time and
+memory limits are the worker's job (``sandbox.py``): they stop what a static check cannot
+(``10 ** 10 ** 9``, huge arrays, nested loops).
 """
 
 from __future__ import annotations
@@ -24,6 +30,14 @@ MAX_NODES = 1_500
 MAX_RANGE = 1_000
 """Largest literal bound of a ``for ... in range(...)`` loop."""
 MAX_STR_CHARS = 32
+MAX_DEPTH = 48
+"""Deepest nesting of syntax nodes (module -> function -> statements -> expression), counted without
+recursion before the recursive checks."""
+WORKER_RECURSION_LIMIT = 4 * MAX_DEPTH + 100
+"""Python recursion limit of the worker process: room for the checker's recursion at ``MAX_DEPTH`` (about
+one frame per level) plus the worker's own frames."""
+CONSTANT_ATTRIBUTES = {"np": ("pi",), "math": ("pi", "inf")}
+"""Attributes a module-level constant may name (numbers, not functions)."""
 FUNCTIONS = ("check", "progress")
 """check(obs) -> bool: the sub-task is complete. progress(obs) -> float in [0, 1] (optional): how far."""
 
@@ -115,14 +129,46 @@ class _Checker:
                 self.name_ok(target, target.id)
                 if target.id in ("obs", "np", "math", *BUILTINS) or target.id in self.constants:
                     raise self.fail(target, f"{target.id!r} cannot be reassigned")
-                self.expr(node.value, locals_=set(), param=None)
+                self.constant(node.value)
                 self.constants.add(target.id)
             else:
                 raise self.fail(node, f"{type(node).__name__} is not allowed at module level")
         if "check" not in self.functions:
             raise ProgramRejected("no `def check(obs):` function")
 
+    def constant(self, node: ast.expr) -> None:
+        """A module-level value that no call can change: numbers (and short strings), tuples of them,
+        arithmetic on them, earlier constants, ``np.pi``. A list or an array (``np.array``) there would be
+        shared by every call: ``calls += [1]`` on it kept state between calls (issue #36)."""
+        allowed = (ast.Constant, ast.UnaryOp, ast.BinOp, ast.Tuple, ast.Name, ast.Attribute, ast.Load)
+        operators = (ast.operator, ast.unaryop)
+        for child in ast.walk(node):
+            if isinstance(child, operators):
+                continue
+            if not isinstance(child, allowed):
+                raise self.fail(
+                    child,
+                    f"module-level constants must be numbers or tuples of numbers ({type(child).__name__} "
+                    "is not allowed there: a list, array or call would be shared by every call; build it "
+                    "inside check)",
+                )
+            if isinstance(child, ast.Attribute):
+                dotted = _dotted(child)
+                head, _, rest = (dotted or "").partition(".")
+                if rest not in CONSTANT_ATTRIBUTES.get(head, ()):
+                    raise self.fail(
+                        child,
+                        f"module-level constants may name only np.pi, math.pi, math.inf, not {dotted!r}",
+                    )
+            elif isinstance(child, ast.Name):
+                self.name_ok(child, child.id)
+                if child.id not in self.constants and child.id not in CONSTANT_ATTRIBUTES:
+                    raise self.fail(child, f"unknown name {child.id!r} in a module-level constant")
+        self.expr(node, locals_=set(), param=None)
+
     def function(self, node: ast.FunctionDef) -> None:
+        if getattr(node, "type_params", None):  # def check[T: <code>](obs) on Python 3.12+ (issue #36)
+            raise self.fail(node, f"{node.name}: type parameters are not allowed")
         if node.name not in FUNCTIONS:
             raise self.fail(
                 node, f"function {node.name!r} is not allowed; define only {' and '.join(FUNCTIONS)}"
@@ -283,6 +329,18 @@ class _Checker:
             self._expr(child, locals_, param)
 
 
+def _deepest_line(tree: ast.AST) -> int | None:
+    """The line of a node nested deeper than ``MAX_DEPTH`` (found without recursion), or None."""
+    stack: list[tuple[ast.AST, int, int]] = [(tree, 1, 1)]
+    while stack:
+        node, depth, line = stack.pop()
+        line = getattr(node, "lineno", line)
+        if depth > MAX_DEPTH:
+            return line
+        stack.extend((child, depth + 1, line) for child in ast.iter_child_nodes(node))
+    return None
+
+
 def _strip_annotations(tree: ast.Module) -> None:
     """Annotations would be evaluated at definition time; they carry no meaning here, so drop them."""
     for node in ast.walk(tree):
@@ -311,6 +369,9 @@ def check_program(source: str) -> CheckedProgram:
     count = sum(1 for _ in ast.walk(tree))
     if count > MAX_NODES:
         raise ProgramRejected(f"program has {count} syntax nodes, more than {MAX_NODES}")
+    deepest = _deepest_line(tree)
+    if deepest is not None:
+        raise ProgramRejected(f"line {deepest}: syntax nested deeper than {MAX_DEPTH} levels")
     _strip_annotations(tree)  # never evaluated, so they cannot smuggle names in
     checker = _Checker()
     checker.module(tree)

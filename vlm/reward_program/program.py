@@ -5,10 +5,16 @@ sub-tasks in order (name, description, source defining ``check(obs)`` and option
 the view fields it reads, whether it is privileged (reads simulation-only fields), the verification
 result, and for generated programs every request: prompt, model id, endpoint and the raw answer.
 Generated files are never overwritten: ``next_version_path`` picks ``<stem>-v<N>.json``.
+
+A verification record is bound to what was verified (issue #36): ``program_sha256`` (the task and every
+sub-task's name and source) and ``checker_sha256`` (``checker_version``: the allow-list and the worker
+that ran it). ``verification_problem`` says why a file's ``"status": "verified"`` does not hold for its
+program (hand-made, edited since, or verified by another checker), and training refuses such a file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -68,6 +74,41 @@ class RewardProgram:
         data["fields_read"] = sorted(self.fields) if self.status != "rejected" else []
         data["privileged"] = self.privileged if self.status != "rejected" else None
         return data
+
+
+def program_digest(task: str, subtasks: tuple[Subtask, ...]) -> str:
+    """sha256 of what a verification judged: the task and each sub-task's name and source, in order."""
+    data = {"task": task, "subtasks": [[s.name, s.source] for s in subtasks]}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def checker_version() -> str:
+    """sha256 of the allow-list and the worker's source files: a verification holds for these only."""
+    from vlm.reward_program import checker, worker
+
+    digest = hashlib.sha256()
+    for module in (checker, worker):
+        digest.update(Path(str(module.__file__)).read_bytes())
+    return digest.hexdigest()
+
+
+def bind_verification(record: dict[str, Any], task: str, subtasks: tuple[Subtask, ...]) -> dict[str, Any]:
+    """``record`` (a verification's table and verdict) with the digests of what it verified."""
+    return {**record, "program_sha256": program_digest(task, subtasks), "checker_sha256": checker_version()}
+
+
+def verification_problem(program: RewardProgram) -> str:
+    """Why ``program``'s status "verified" does not hold (one line), or "" when its record matches it."""
+    record = program.verification
+    if program.status != "verified":
+        return f"the reward program is {program.status}"
+    if not record.get("passed") or "program_sha256" not in record or "checker_sha256" not in record:
+        return "its verification record is not bound to its source (no sha256: made by hand, or verified before records were bound)"
+    if record["program_sha256"] != program_digest(program.task, program.subtasks):
+        return "its sub-tasks changed since it was verified (the source's sha256 differs from the record's)"
+    if record["checker_sha256"] != checker_version():
+        return "it was verified by another version of the checker (the checker's sha256 differs)"
+    return ""
 
 
 def check_subtasks(subtasks: tuple[Subtask, ...], where: str) -> None:

@@ -3,15 +3,19 @@
 The training process never executes program code: it starts ``python -m vlm.reward_program.worker``,
 which re-checks every source against the allow-list (``checker.py``), caps its own address space
 (``RLIMIT_AS``), forbids writing files (``RLIMIT_FSIZE`` 0), opening new descriptors (``RLIMIT_NOFILE``)
-and new processes (``RLIMIT_NPROC``), and answers JSON lines on a pipe. Each request has a wall-clock
-deadline; a worker that misses it, or dies, is killed and replaced, and the caller gets a one-line
-``SandboxError``. Replies are parsed as JSON only (never unpickled), so even a subverted worker can only
-send wrong numbers.
+and new processes (``RLIMIT_NPROC``), limits the CPU time of each request (``RLIMIT_CPU``), sets
+no-new-privileges, leaves the network (a namespace of its own) and, started as root, becomes ``nobody``
+(issue #36), and answers JSON lines on a pipe. What it could not get is logged once per process
+(``Sandbox.isolation`` has the whole report; ``vlmrl reward-program verify --verbose`` prints it). Each
+request has a wall-clock deadline; a worker that misses it, or dies, is killed and replaced, and the
+caller gets a one-line ``SandboxError``. Replies are parsed as JSON only (never unpickled), so even a
+subverted worker can only send wrong numbers.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import selectors
 import subprocess
@@ -24,6 +28,10 @@ from typing import Any
 import numpy as np
 
 from vlm.errors import VLMError
+
+log = logging.getLogger(__name__)
+_REPORTED: set[str] = set()
+"""Isolation measures found unavailable and already logged by this process."""
 
 
 class SandboxError(VLMError):
@@ -42,6 +50,9 @@ class SandboxConfig:
     """Address space the worker may grow by after its imports (RLIMIT_AS), in MiB."""
     start_timeout_s: float = 30.0
     """How long the worker may take to start (it imports numpy)."""
+    cpu_s: int = 60
+    """CPU seconds one request may use (RLIMIT_CPU, raised before each request): a backstop behind the
+    wall-clock limits, for a worker whose caller is gone."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +83,9 @@ class Sandbox:
         self._proc: subprocess.Popen[bytes] | None = None
         self._sources: list[str] = []
         self.restarts = 0
+        self.isolation: dict[str, Any] = {}
+        """What the worker got (``worker.isolate``: uid, namespaces, limits, what was unavailable); filled
+        when it starts."""
 
     # ------------------------------------------------------------------------------------ process
     def _start(self) -> subprocess.Popen[bytes]:
@@ -84,7 +98,13 @@ class Sandbox:
             "PYTHONDONTWRITEBYTECODE": "1",
         }
         proc = subprocess.Popen(
-            [sys.executable, "-m", "vlm.reward_program.worker", str(self.cfg.memory_mb)],
+            [
+                sys.executable,
+                "-m",
+                "vlm.reward_program.worker",
+                str(self.cfg.memory_mb),
+                str(int(self.cfg.cpu_s)),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -94,11 +114,28 @@ class Sandbox:
         )
         self._proc = proc
         try:
-            self._read(proc, self.cfg.start_timeout_s, "starting")
+            ready = self._read(proc, self.cfg.start_timeout_s, "starting")
         except SandboxError:
             self._kill()
             raise
+        isolation = ready.get("isolation")
+        self.isolation = isolation if isinstance(isolation, dict) else {}
+        for missing in self.isolation.get("unavailable", []):
+            if str(missing) not in _REPORTED:  # once per process, not per worker restart
+                _REPORTED.add(str(missing))
+                log.warning("reward-program sandbox: not available here: %s", missing)
         return proc
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id (None before it starts)."""
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self) -> None:
+        """Start the worker now (otherwise the first request does)."""
+        if self._proc is None or self._proc.poll() is not None:
+            self._kill()
+            self._start()
 
     def _kill(self) -> None:
         if self._proc is not None:
@@ -206,6 +243,32 @@ class Sandbox:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def isolation_lines(isolation: dict[str, Any]) -> list[str]:
+    """The worker's isolation report in words, one line per measure (``verify --verbose``)."""
+    if not isolation:
+        return ["sandbox: the worker did not report its isolation"]
+    limits = isolation.get("limits", {})
+    lines = [
+        f"sandbox: user {isolation.get('user')} (uid {isolation.get('uid')}, gid {isolation.get('gid')})",
+        f"sandbox: network: {isolation.get('network')}",
+        f"sandbox: pid and mount namespaces: {isolation.get('pid_and_mount_namespaces')}",
+        f"sandbox: no_new_privs: {'set' if isolation.get('no_new_privs') else 'not set'}",
+        "sandbox: limits: address space {address_space_mb} MiB, file size {file_size_bytes} bytes, open files "
+        "{open_files}, processes {processes}, CPU {cpu_s_per_request} s per request".format_map(
+            {k: limits.get(k, "?") for k in (
+                "address_space_mb", "file_size_bytes", "open_files", "processes", "cpu_s_per_request"
+            )}
+        ),
+    ]  # fmt: skip
+    unavailable = isolation.get("unavailable") or []
+    lines.append(
+        f"sandbox: not available here: {'; '.join(unavailable)}"
+        if unavailable
+        else "sandbox: every measure applied"
+    )
+    return lines
 
 
 def _result(item: Any) -> SubtaskResult:

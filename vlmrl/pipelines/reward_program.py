@@ -30,6 +30,8 @@ from vlm.reward_program import (
     SandboxConfig,
     SandboxError,
     Verification,
+    bind_verification,
+    isolation_lines,
     load_program,
     next_version_path,
     parse_answer,
@@ -90,7 +92,11 @@ class VerifyCommand:
     target: str = "sim"
     """sim: the reward is computed in simulation (any field); robot: on a real arm (simulation-only fields refused)."""
     record: bool = True
-    """Write the table and verdict into the file (status verified / failed verification)."""
+    """Write the table and verdict into the file (status verified / failed verification), bound to the
+    program's and the checker's sha256 (training refuses a record that does not match)."""
+    verbose: bool = False
+    """Also print the sandbox worker's isolation: its user, namespaces and resource limits, and what this
+    machine did not allow."""
     verification: VerifySettings = field(default_factory=VerifySettings)
     """Episodes and thresholds of the verification."""
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
@@ -179,10 +185,13 @@ def run_verify(cfg: VerifyCommand) -> int:
             cfg.verification,
             sandbox,
         )
+        if cfg.verbose:
+            print("\n".join(isolation_lines(sandbox.isolation)))
     print_verification(result)
     if cfg.record:
         status = "verified" if result.passed else "failed verification"
-        save_program(dataclasses.replace(program, verification=_record(result), status=status), cfg.program)
+        record = bind_verification(_record(result), program.task, program.subtasks)
+        save_program(dataclasses.replace(program, verification=record, status=status), cfg.program)
     if not result.passed:
         raise ConfigError(f"{cfg.program}: {result.verdict()}")
     return 0
@@ -272,7 +281,7 @@ def run_generate(cfg: GenerateCommand) -> int:
         subtasks=subtasks,
         author="model",
         audit=audit,
-        verification=_record(result),
+        verification=bind_verification(_record(result), cfg.task, subtasks),
         status="verified",
     )
     path = save_program(program, next_version_path(cfg.out_dir, cfg.task))
