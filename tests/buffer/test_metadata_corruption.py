@@ -38,7 +38,9 @@ RECORD = {
     "control_hz": 20.0,
     "robot_type": "sim_so101",
     "action_keys": ["a.pos", "b.pos"],
+    "action_mode": "absolute",
     "cameras": ["front"],
+    "state_names": ["episode", "t", "code", "one"],
 }
 Path_ = tuple[Any, ...]
 """A field's place in a JSON document: its keys and list indexes from the top."""
