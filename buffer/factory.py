@@ -112,15 +112,11 @@ def make_storage(
     if cfg.storage == "zarr":
         if path is None:
             raise BufferError("storage 'zarr' needs a path (a directory or an fsspec URL)")
-        from buffer.metadata import check_existing_store
-        from buffer.storage.zarr_store import ZarrStorage, local_root
+        from buffer.storage.zarr_store import ZarrStorage
         from buffer.zarr_loop import settle_at_exit
 
-        root = local_root(path)
-        if root is not None:
-            # Malformed metadata of a store being reopened: one line, not a traceback from inside zarr.
-            check_existing_store(root)
-
+        # A store being reopened has its metadata checked by open_or_create: malformed metadata is one
+        # line, not a traceback from inside zarr.
         settle_at_exit()  # a failed read leaves zarr tasks running: let them finish before exit, quietly
         return ZarrStorage.open_or_create(
             path,

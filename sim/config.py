@@ -144,6 +144,25 @@ class SimConfig:
             object.__setattr__(self, "randomize", RandomizeConfig(**stored))
 
 
+@dataclass(frozen=True, kw_only=True)
+class TwinConfig:
+    """The SO-101 twin's camera options and randomisation where it stands in for an arm (``vlmrl record
+    --robot.type sim_so101``), named as ``vlmrl train`` names them under ``--sim``."""
+
+    cameras: tuple[str, ...] | None = None
+    """Cameras rendered (front, wrist), as ``SimConfig.cameras``; None: the arm's (``--robot.cameras``)."""
+    image_size: int | None = None
+    """Square image side in pixels, as ``SimConfig.image_size``; None: the env's (``--env.image-size``)."""
+    camera_calibration: dict[str, str] = field(default_factory=dict)
+    """As ``SimConfig.camera_calibration``: camera name -> calibration camera id it renders as."""
+    calibration_robot_id: str | None = None
+    """As ``SimConfig.calibration_robot_id``: robot id of the hand-eye files placing calibrated cameras."""
+    camera_crop: Literal["center_square", "none"] = "center_square"
+    """As ``SimConfig.camera_crop``."""
+    randomize: RandomizeConfig = RandomizeConfig()
+    """As ``SimConfig.randomize``: domain randomisation, drawn per episode (off by default)."""
+
+
 def stored_sim_settings(stored: dict[str, Any]) -> dict[str, Any]:
     """Sim settings stored by an older version (a policy's run info, a recording's ``sim_config``) with the
     fields added since at their old behaviour (``SimConfig.LEGACY_DEFAULTS``), where the stored dict lacks them."""

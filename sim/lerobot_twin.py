@@ -4,9 +4,12 @@ Same ``observation_features``/``action_features`` keys and units as LeRobot's ``
 ``use_degrees=True`` (``shoulder_pan.pos`` ... in degrees, ``gripper.pos`` 0..100, cameras as HxWx3 uint8),
 so ``LeRobotEnv(SimSO101(...))`` runs the exact code path of ``LeRobotEnv(SO101Follower(...))``.
 Each ``send_action`` advances the physics by one control period (``1 / control_hz``), like the real arm
-moving while the loop sleeps to its deadline. Two extras, used only when present (duck-typed by
-``LeRobotEnv``): ``reset_scene(seed)`` places the task's objects, ``task_status()`` gives the privileged
-success/progress the oracle scorer reads.
+moving while the loop sleeps to its deadline. The twin is the training env (``SO101Env``, absolute
+joint targets) behind LeRobot's API, so it takes the same camera options and randomisation
+(``SimSO101Config.sim_config``). Extras, used only when present (duck-typed by ``LeRobotEnv`` and
+``vlmrl record``): ``reset_scene(seed)`` places the task's objects and draws the episode's
+randomisation, ``task_status()`` gives the privileged success/progress the oracle scorer reads,
+``privileged_state()`` the training env's ``state`` vector.
 
 lerobot is imported at module import (this module *is* the LeRobot integration); import it only where
 lerobot is installed (the ``robot`` extra).
@@ -26,9 +29,10 @@ from lerobot.robots.utils import ensure_safe_goal_position
 
 from robot.config import ArmConfig
 from robot.contract import JOINT_NAMES
+from sim.config import RandomizeConfig, SimConfig, TwinConfig
 from sim.errors import SimError
 from sim.so101.arm import CAMERAS, SO101Sim
-from sim.so101.env import HOME_TCP_M
+from sim.so101.env import HOME_TCP_M, SO101Env, privileged_state
 from sim.so101.kinematics import inverse_kinematics
 from sim.so101.tasks import TASKS, Task
 
@@ -52,6 +56,32 @@ class SimSO101Config(RobotConfig):
     initial_joints: dict[str, float] = field(default_factory=dict)
     """Joint positions (LeRobot units, keys without ``.pos``) set by ``reset_scene``; empty: the sim
     env's home (tool 60 deg below horizontal above the table centre), gripper open."""
+    camera_calibration: dict[str, str] = field(default_factory=dict)
+    """As ``SimConfig.camera_calibration``: camera name -> calibration camera id it renders as."""
+    calibration_robot_id: str | None = None
+    """As ``SimConfig.calibration_robot_id``: hand-eye files placing the calibrated cameras."""
+    camera_crop: str = "center_square"
+    """As ``SimConfig.camera_crop``: how the real arm's env crops calibrated frames."""
+    randomize: RandomizeConfig = field(default_factory=RandomizeConfig)
+    """As ``SimConfig.randomize``: domain randomisation drawn per ``reset_scene`` (camera pose, light,
+    colours, textures, physics, action latency, joint observation noise); off by default."""
+
+    def sim_config(self) -> SimConfig:
+        """The ``SimConfig`` of the twin env these settings describe (absolute joint-target actions, as
+        LeRobot's): what ``vlmrl train`` would build for the same task, cameras and randomisation."""
+        return SimConfig(
+            task=self.task,
+            cameras=tuple(self.camera_names),
+            image_size=self.image_size,
+            camera_calibration=dict(self.camera_calibration),
+            calibration_robot_id=self.calibration_robot_id,
+            calibration_dir=None if self.calibration_dir is None else str(self.calibration_dir),
+            camera_crop=self.camera_crop,  # type: ignore[arg-type]
+            action_mode="absolute",
+            control_hz=self.control_hz,
+            terminate_on_success=False,
+            randomize=self.randomize,
+        )
 
 
 class SimSO101(Robot):
@@ -70,9 +100,14 @@ class SimSO101(Robot):
         if not config.control_hz > 0:
             raise SimError(f"sim_so101 control_hz {config.control_hz} must be positive")
         self.config = config
-        self.sim: SO101Sim | None = None
+        self.env: SO101Env | None = None
         self.task: Task = TASKS[config.task]()
-        self._n_substeps = 1
+        self._joints: dict[str, float] = {}
+
+    @property
+    def sim(self) -> SO101Sim | None:
+        """The MuJoCo arm while connected."""
+        return None if self.env is None else self.env.sim
 
     @property
     def observation_features(self) -> dict[str, Any]:
@@ -88,14 +123,15 @@ class SimSO101(Robot):
     @property
     def is_connected(self) -> bool:
         """True between ``connect`` and ``disconnect``."""
-        return self.sim is not None
+        return self.env is not None
 
     def connect(self, calibrate: bool = True) -> None:
-        """Load the MuJoCo model and place the scene (unseeded); ``calibrate`` is ignored."""
-        if self.sim is not None:
+        """Load the MuJoCo model (the twin env of ``config.sim_config()``: its cameras, calibration and
+        randomisation) and place the scene (unseeded); ``calibrate`` is ignored."""
+        if self.env is not None:
             raise SimError(f"{self} is already connected")
-        self.sim = SO101Sim(max_image_size=self.config.image_size)
-        self._n_substeps = max(1, round(1.0 / (self.config.control_hz * self.sim.timestep_s)))
+        self.env = SO101Env(self.config.sim_config())
+        self.task = self.env.task
         self.reset_scene(None)
 
     @property
@@ -110,11 +146,13 @@ class SimSO101(Robot):
         """Nothing to configure: the twin's servos are set up by the MJCF."""
 
     def get_observation(self) -> dict[str, Any]:
-        """Measured joints (LeRobot units) and a rendered frame per camera, row 0 at the top."""
-        sim = self._connected()
-        obs: dict[str, Any] = {f"{name}.pos": value for name, value in sim.joint_positions().items()}
+        """Measured joints (LeRobot units; with the episode's joint noise when randomised) and a rendered
+        frame per camera, row 0 at the top."""
+        env = self._connected_env()
+        self._joints = env.observed_joints()
+        obs: dict[str, Any] = {f"{name}.pos": value for name, value in self._joints.items()}
         for camera in self.config.camera_names:
-            obs[camera] = sim.render(camera, self.config.image_size)
+            obs[camera] = env.sim.render(camera, self.config.image_size)
         return obs
 
     def send_action(self, action: dict[str, Any]) -> dict[str, Any]:
@@ -122,35 +160,39 @@ class SimSO101(Robot):
 
         Returns the targets actually sent (after ``max_relative_target`` and the joint ranges).
         """
-        sim = self._connected()
+        env = self._connected_env()
         goal = {
             key.removesuffix(".pos"): float(value) for key, value in action.items() if key.endswith(".pos")
         }
         if self.config.max_relative_target is not None:
-            present = sim.joint_positions()
+            present = env.sim.joint_positions()
             goal = ensure_safe_goal_position(
                 {k: (v, present[k]) for k, v in goal.items()}, self.config.max_relative_target
             )
-        sent = sim.set_joint_targets(goal)
-        sim.step(self._n_substeps)
+        sent = env.command(goal)
         return {f"{name}.pos": value for name, value in sent.items()}
 
     def disconnect(self) -> None:
         """Free the renderers and the model."""
-        sim = self._connected()
-        sim.close()
-        self.sim = None
+        env = self._connected_env()
+        env.close()
+        self.env = None
 
     # -- twin-only extras ------------------------------------------------------------------------------
 
     def reset_scene(self, seed: int | None) -> None:
-        """Reset the physics, place the task's objects (seeded) and put the arm at its initial pose."""
-        sim = self._connected()
-        rng = np.random.default_rng(seed)
-        sim.reset()
-        self.task.reset(sim, rng)
+        """Reset the physics, place the task's objects (seeded), put the arm at its initial pose and draw
+        the episode's randomisation (``config.randomize``; nothing when off)."""
+        env = self._connected_env()
         joints = dict(self.config.initial_joints) or home_joints()
-        sim.set_joint_positions(joints)
+        env.start_episode(np.random.default_rng(seed), lambda: joints)
+        self._joints = {}
+
+    def privileged_state(self) -> np.ndarray:
+        """The twin env's ``state`` vector (``sim.so101.env.STATE_NAMES``) at the last observation: the
+        state ``vlmrl train`` stores, which ``vlmrl record`` stores for recordings of the twin."""
+        env = self._connected_env()
+        return privileged_state(env.sim, self.task, self._joints or env.sim.joint_positions())
 
     def task_status(self) -> tuple[bool, float]:
         """Privileged (success, progress in [0, 1]) of the configured task (the real arm has none)."""
@@ -176,9 +218,12 @@ class SimSO101(Robot):
         return next_targets
 
     def _connected(self) -> SO101Sim:
-        if self.sim is None:
+        return self._connected_env().sim
+
+    def _connected_env(self) -> SO101Env:
+        if self.env is None:
             raise SimError(f"{self} is not connected; call connect() first")
-        return self.sim
+        return self.env
 
 
 def home_joints() -> dict[str, float]:
@@ -194,16 +239,27 @@ def home_action() -> dict[str, float]:
 
 
 def make_sim_so101(
-    cfg: ArmConfig, image_size: int = 128, control_hz: float = 30.0, task: str = "lift"
+    cfg: ArmConfig,
+    image_size: int = 128,
+    control_hz: float = 30.0,
+    task: str = "lift",
+    twin: TwinConfig | None = None,
 ) -> SimSO101:
-    """Factory for ``robot.lerobot_robot.make_robot(cfg, {"sim_so101": ...})``: the twin for an `ArmConfig`."""
+    """Factory for ``robot.lerobot_robot.make_robot(cfg, {"sim_so101": ...})``: the twin for an `ArmConfig`
+    (``twin``: its camera options and randomisation, as ``vlmrl train`` takes them; its cameras and image
+    size, when set, replace ``cfg.cameras`` and ``image_size``)."""
+    twin = twin or TwinConfig()
     config = SimSO101Config(
         id=cfg.id,
         calibration_dir=None if cfg.calibration_dir is None else Path(cfg.calibration_dir),
-        camera_names=tuple(cfg.cameras),
-        image_size=image_size,
+        camera_names=tuple(cfg.cameras if twin.cameras is None else twin.cameras),
+        image_size=image_size if twin.image_size is None else twin.image_size,
         control_hz=control_hz,
         task=task,
         max_relative_target=cfg.max_relative_target,
+        camera_calibration=dict(twin.camera_calibration),
+        calibration_robot_id=twin.calibration_robot_id,
+        camera_crop=twin.camera_crop,
+        randomize=twin.randomize,
     )
     return SimSO101(config)

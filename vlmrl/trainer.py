@@ -136,7 +136,10 @@ class Trainer:
         self.buffer_cfg = resolve_buffer_config(cfg, self.scorer_id)
         if cfg.prior_data is not None and checkpoint is None:  # before the run directory is kept
             check_prior_data(
-                cfg.prior_data, {k: full_spec[k] for k in self.stored_keys}, spec.action_shape[0]
+                cfg.prior_data,
+                {k: full_spec[k] for k in self.stored_keys},
+                spec.action_shape[0],
+                cfg.sim.action_mode if cfg.sim.suite == "so101" else "",
             )
         self.buffer = self._make_buffer(
             {k: full_spec[k] for k in self.stored_keys}, spec.action_shape[0], checkpoint
@@ -556,8 +559,10 @@ BEST_POLICY = "best_policy.pt"
 """The policy of the best scheduled evaluation, beside ``policy.pt`` (the last one)."""
 
 
-def check_prior_data(path: Path, obs_spec: dict[str, Any], action_dim: int) -> None:
-    """ConfigError in one line unless the store at ``path`` holds the arrays this run stores."""
+def check_prior_data(path: Path, obs_spec: dict[str, Any], action_dim: int, action_mode: str = "") -> None:
+    """ConfigError in one line unless the store at ``path`` holds the arrays this run stores, by key name,
+    and actions of this run's kind: a recording says its ``action_mode`` (``vlmrl record``: absolute
+    joint targets), and its actions would mean something else to a run of another ``--sim.action-mode``."""
     from buffer.metadata import read_store_metadata
 
     if not Path(path).exists():
@@ -575,6 +580,13 @@ def check_prior_data(path: Path, obs_spec: dict[str, Any], action_dim: int) -> N
         raise ConfigError(
             f"--prior-data {path}: {k!r} is {have} there, this run stores {want} (record it with the same "
             "cameras, image size and --policy-obs)"
+        )
+    stored_mode = meta.record.get("action_mode") or ("absolute" if "action_keys" in meta.record else None)
+    if action_mode and stored_mode is not None and stored_mode != action_mode:
+        raise ConfigError(
+            f"--prior-data {path}: its actions are {stored_mode} (vlmrl record stores the joint targets sent, "
+            f"in LeRobot units), this run's are --sim.action-mode {action_mode}; train with "
+            f"--sim.action-mode {stored_mode}"
         )
 
 

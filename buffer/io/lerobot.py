@@ -16,7 +16,8 @@ Export follows LeRobot's conventions so its own tools consume the result: `actio
 feature carry `names` (LeRobot's replay loop maps `features["action"]["names"]` to motor commands;
 `action_names` should be the robot's action keys), `robot_type` is set, and per-motor observation keys
 (`<motor>.pos`, shape (1,), as `LeRobotEnv` gives them) become one `observation.state` vector named by
-them (import splits it back when the buffer stores those keys).
+them (import splits it back when the buffer stores those keys); a `state` beside them (the twin's state
+vector in a recording of the twin) is `observation.environment_state`, imported back as `state`.
 """
 
 from __future__ import annotations
@@ -38,8 +39,13 @@ _BOOKKEEPING = {"timestamp", "frame_index", "episode_index", "index", "task_inde
 _HANDLED = {"action", "next.reward", "next.done", "next.truncated", "next.success"}
 
 
-def _obs_key(feature: str) -> str | None:
-    """Buffer observation key of a LeRobot feature (None: not an observation)."""
+def _obs_key(feature: str, features: dict | None = None) -> str | None:
+    """Buffer observation key of a LeRobot feature (None: not an observation). Beside an
+    `observation.state` of motor keys (split into them), `observation.environment_state` is `state`."""
+    if feature == "observation.environment_state" and features is not None:
+        state = features.get("observation.state")
+        if state is not None and _motor_names(state):
+            return "state"
     if feature.startswith("observation.images."):
         return "pixels/" + feature[len("observation.images.") :]
     if feature == "observation.image":
@@ -72,7 +78,7 @@ def lerobot_spec(
     reader = LeRobotReader(root)
     obs_spec: dict[str, tuple[tuple[int, ...], np.dtype]] = {}
     for name, feature in reader.features.items():
-        key = _obs_key(name)
+        key = _obs_key(name, reader.features)
         if key is None:
             continue
         motors = _motor_names(feature) if name == "observation.state" else None
@@ -132,7 +138,7 @@ def _add(buffer: ReplayBuffer, episode: LeRobotEpisode, reader: LeRobotReader, r
     t = episode.length - 1  # transitions
     obs = {}
     for name in cols:
-        key = _obs_key(name)
+        key = _obs_key(name, reader.features)
         motors = _motor_names(reader.features[name]) if name == "observation.state" else None
         if motors and all(m in buffer.storage.specs for m in motors):
             values = cols[name].reshape(episode.length, len(motors))
@@ -188,6 +194,7 @@ def export_lerobot(
     vcodec: str = "libsvtav1",
     robot_type: str | None = None,
     action_names: Sequence[str] | None = None,
+    state_names: Sequence[str] | None = None,
     skipped: dict[int, str] | None = None,
 ) -> int:
     """Write live buffer episodes (all, or `episodes`) as a LeRobotDataset v3.0 at `root` (must not exist).
@@ -198,9 +205,14 @@ def export_lerobot(
     checksums) before any of it is written: with `skipped` given, a damaged episode is left out and
     recorded there (episode -> problem); without it, it stops the export with its name.
 
+    `state_names` name the values of the buffer's `state` (a recording's ``state_names``). Per-motor keys
+    (`shoulder_pan.pos` ...) form `observation.state`, named by them; beside them `state` is
+    `observation.environment_state` (LeRobot's name for a simulator's state), unless it is named as those
+    motor keys (a real arm's `state` holds the same values; it is left out).
+
     Raises:
-        BufferError: lerobot is not importable, `root` exists, `action_names` do not fit the actions, or
-            an episode's data is damaged.
+        BufferError: lerobot is not importable, `root` exists, `action_names` do not fit the actions,
+            `state_names` do not fit `state`, or an episode's data is damaged.
     """
     try:
         from lerobot.datasets.lerobot_dataset import LeRobotDataset
@@ -216,23 +228,33 @@ def export_lerobot(
             f"export: {len(names_of_action)} action names {names_of_action} for {action_dim} actions"
         )
     motors = [
-        k
-        for k in buffer.obs_keys
-        if k.endswith(".pos") and specs[k].shape == (1,) and not specs[k].is_frame and "state" not in specs
+        k for k in buffer.obs_keys if k.endswith(".pos") and specs[k].shape == (1,) and not specs[k].is_frame
     ]
+    if set(motors) <= set(names_of_action):  # the robot's own joint order, as its actions name them
+        motors.sort(key=names_of_action.index)
+    if state_names is not None and "state" in specs:
+        state_names = list(state_names)
+        if len(state_names) != int(np.prod(specs["state"].shape or (1,))):
+            raise BufferError(
+                f"export: {len(state_names)} state names {state_names} for 'state' {specs['state'].shape}"
+            )
     features: dict[str, dict] = {}
     names: dict[str, str] = {}
     for key in buffer.obs_keys:
         spec = specs[key]
-        if key in motors:
+        if key in motors or (key == "state" and motors and state_names == motors):
             continue
         if spec.is_frame:
             name = "observation.images." + key[len("pixels/") :]
             features[name] = {"dtype": "video", "shape": spec.shape, "names": ["height", "width", "channels"]}
         else:
-            name = "observation.state" if key == "state" else "observation." + key
             size = int(np.prod(spec.shape or (1,)))
-            entry_names = [key] if size == 1 and key != "state" else [f"{key}_{i}" for i in range(size)]
+            if key == "state":
+                name = "observation.environment_state" if motors else "observation.state"
+                entry_names = state_names or [f"{key}_{i}" for i in range(size)]
+            else:
+                name = "observation." + key
+                entry_names = [key] if size == 1 else [f"{key}_{i}" for i in range(size)]
             features[name] = {"dtype": "float32", "shape": spec.shape or (1,), "names": entry_names}
         names[key] = name
     if motors:

@@ -37,7 +37,21 @@ from buffer.spec import SCHEMA_VERSION, ArraySpec
 from buffer.storage.chunk_file import atomic_write, chunk_key, write_chunks
 from buffer.storage.frame_cache import FrameCache
 from buffer.storage.frame_file import FrameFile
-from buffer.storage.jpeg_codec import register_jpeg_codec
+from buffer.storage.metadata_schema import (
+    SMALL_CHUNK_ROWS,
+    CommitRecord,
+    LocalReader,
+    MetadataReader,
+    StoreLayout,
+    ZarrStoreReader,
+    check_episode_ends,
+    column_args,
+    create_array,
+    episode_ends_args,
+    frame_args,
+    small_args,
+    validate_store,
+)
 from buffer.storage.protocol import check_column_name, column_fill
 from buffer.storage.ring import RingIndex
 from buffer.storage.shard_format import (
@@ -46,10 +60,7 @@ from buffer.storage.shard_format import (
     MAX_FRAMES_PER_SHARD,
     FrameCodec,
     check_quality,
-    sharding_codec,
 )
-
-_SMALL_CHUNK_ROWS = 4096
 
 
 def local_root(path: str) -> Path | None:
@@ -70,19 +81,17 @@ class ZarrStorage:
         self,
         group: zarr.Group,
         root: Path | None,
-        specs: Mapping[str, ArraySpec],
-        capacity: int,
-        frames_per_shard: int,
-        frame_codec: FrameCodec,
+        layout: StoreLayout,
         frame_cache_bytes: int,
         fsync: bool,
         read_threads: int = 0,
         on_damage: Literal["raise", "record"] = "raise",
-        frame_quality: int = DEFAULT_JPEG_QUALITY,
     ):
+        """Open the store whose metadata ``validate_store`` checked (``layout``); use ``open_or_create``."""
         self.group, self.root = group, root
-        self.specs = dict(specs)
-        self.capacity = capacity
+        self.layout = layout
+        self.specs = dict(layout.specs)
+        self.capacity = capacity = layout.capacity
         self.fsync = fsync
         self.location = str(root) if root is not None else str(group.store)
         self._ring = RingIndex(capacity)
@@ -93,18 +102,18 @@ class ZarrStorage:
         self._group_meta: dict[str, Any] | None = None
         if root is not None:
             self._group_meta = json.loads((root / "zarr.json").read_text())
-            record = dict(self._group_meta["attributes"]["commit"])
-        else:
-            record = dict(group.attrs["commit"])  # type: ignore[arg-type]
-        self._last_record = record
+            self._group_meta["attributes"]["commit"] = layout.commit.to_json()
+        record = layout.commit
+        self._last_record = record.to_json()
         # Damage found in committed rows: episode -> what is wrong, and the ring rows of small arrays
         # that could not be read (zeros in RAM, so reads of them must fail rather than return zeros).
         self._damage: dict[int, str] = {}
         self._bad_rows: dict[str, list[tuple[int, int]]] = {}
-        first, num = int(record["first_episode"]), int(record["num_episodes"])
+        first, num = record.first_episode, record.num_episodes
         slots = (np.arange(first, num) % self._slots).astype(np.int64)
         self._ends = self._load_episode_ends(slots)
-        self._ring.restore(first, int(record["first_row"]), self._ends[slots])
+        # The record against the data: a num_episodes beyond what was written, a first_row off ... fail here.
+        self._ring.restore(first, record.first_row, check_episode_ends(layout, self._ends))
         self._small: dict[str, np.ndarray] = {}
         self._frames: dict[str, FrameFile] = {}
         frame_specs = [s for s in self.specs.values() if s.is_frame]
@@ -115,12 +124,12 @@ class ZarrStorage:
                     root,
                     spec.name,
                     spec.shape,
-                    frames_per_shard,
-                    frame_codec,
+                    layout.frames_per_shard,
+                    layout.frame_codec,
                     cache,
                     fsync,
                     read_threads,
-                    frame_quality,
+                    layout.frame_quality or DEFAULT_JPEG_QUALITY,
                 )
             elif not spec.is_frame:
                 self._small[spec.name] = self._load(spec.name)
@@ -174,80 +183,44 @@ class ZarrStorage:
         if frame_codec in LOSSY_CODECS:
             check_quality(frame_quality)
         root = local_root(path)
+        if root is not None and (root / "zarr.json").is_file():
+            validate_store(LocalReader(root))  # every metadata file, before zarr-python parses any of them
         try:
             group = zarr.open_group(path, mode="a", zarr_format=3)
         except Exception as exc:
             raise BufferError(
                 f"{path}: cannot open as a zarr v3 group ({type(exc).__name__}: {exc})"
             ) from None
-        meta: Any = group.attrs.get("vlmrl_buffer")
-        if meta is None:
+        reader: MetadataReader = LocalReader(root) if root is not None else ZarrStoreReader(group.store, path)
+        layout = validate_store(reader)
+        if layout is None:
             if len(list(group.keys())):
                 raise BufferError(f"{path}: a zarr group that is not a vlmrl buffer store")
             cls._create(group, specs, capacity, attrs or {}, frames_per_shard, frame_codec, frame_quality)
-            meta = group.attrs["vlmrl_buffer"]
-        if meta["schema_version"] > SCHEMA_VERSION:
-            raise BufferError(
-                f"{path}: written by buffer schema {meta['schema_version']}; this code reads <= {SCHEMA_VERSION}"
-            )
-        stored = {n: (tuple(shape), np.dtype(dt)) for n, (shape, dt) in meta["specs"].items()}
+            layout = validate_store(reader)
+            assert layout is not None
+        stored = {n: (s.shape, s.dtype) for n, s in layout.specs.items()}
         wanted = {n: (s.shape, s.dtype) for n, s in specs.items()}
         if stored != wanted:
             diff = sorted(set(stored.items()) ^ set(wanted.items()))
             raise BufferError(f"{path}: the store holds other arrays than this env declares: {diff}")
-        specs = {n: ArraySpec(n, shape, dt) for n, (shape, dt) in stored.items()}
-        if meta["frame_codec"] in LOSSY_CODECS:
-            register_jpeg_codec()  # zarr-python meets the codec in the arrays' metadata
-        return cls(
-            group,
-            root,
-            specs,
-            int(meta["capacity"]),
-            int(meta["frames_per_shard"]),
-            meta["frame_codec"],
-            frame_cache_bytes,
-            fsync,
-            read_threads,
-            on_damage,
-            int(meta.get("frame_quality", DEFAULT_JPEG_QUALITY)),
-        )
+        return cls(group, root, layout, frame_cache_bytes, fsync, read_threads, on_damage)
 
     @staticmethod
     def _create(group, specs, capacity, attrs, frames_per_shard, frame_codec, frame_quality) -> None:
+        frames_per_shard = min(frames_per_shard, capacity)
         for spec in specs.values():
             if spec.is_frame:
-                shard = min(frames_per_shard, capacity)
-                group.create_array(
-                    spec.name,
-                    shape=(capacity, *spec.shape),
-                    chunks=(shard, *spec.shape),
-                    dtype=spec.dtype,
-                    serializer=sharding_codec(frame_codec, spec.shape, frame_quality),
-                    compressors=None,
-                    fill_value=0,
-                )
+                args = frame_args(spec, capacity, frames_per_shard, frame_codec, frame_quality)
             else:
-                rows = min(_SMALL_CHUNK_ROWS, capacity)
-                group.create_array(
-                    spec.name,
-                    shape=(capacity, *spec.shape),
-                    chunks=(rows, *spec.shape),
-                    dtype=spec.dtype,
-                    fill_value=0,
-                    compressors=[Crc32cCodec()],
-                )
-        group.create_array(
-            "episode_ends",
-            shape=(capacity // 2 + 1,),
-            chunks=(min(_SMALL_CHUNK_ROWS, capacity // 2 + 1),),
-            dtype="int64",
-            compressors=[Crc32cCodec()],
-        )
-        group.attrs["commit"] = {"first_episode": 0, "first_row": 0, "num_episodes": 0, "inflight": None}
+                args = small_args(spec, capacity)
+            create_array(group, spec.name, args)
+        create_array(group, "episode_ends", episode_ends_args(capacity))
+        group.attrs["commit"] = CommitRecord(0, 0, 0, None).to_json()
         meta = {
             "schema_version": SCHEMA_VERSION,
             "capacity": capacity,
-            "frames_per_shard": min(frames_per_shard, capacity),
+            "frames_per_shard": frames_per_shard,
             "frame_codec": frame_codec,
             "specs": _spec_json(specs),
             "env": dict(attrs),
@@ -363,10 +336,10 @@ class ZarrStorage:
                 names += [f"{prefix}/{k}" for k in self.group[prefix]]  # type: ignore[union-attr]
         return names
 
-    def _discard_inflight(self, record: dict[str, Any]) -> None:
-        num = int(record["num_episodes"])
-        if record.get("inflight") and self._acquire_writer_lock():  # else: a live writer's, not partial
-            start, rows = record["inflight"]
+    def _discard_inflight(self, record: CommitRecord) -> None:
+        num = record.num_episodes
+        if record.inflight and self._acquire_writer_lock():  # else: a live writer's, not partial
+            start, rows = record.inflight
             warnings.warn(
                 f"{self.location}: discarded episode {num} (rows {start}..{start + rows - 1}), which was "
                 "being written when the writer stopped; committed episodes are intact",
@@ -537,22 +510,14 @@ class ZarrStorage:
         check_column_name(name)
         self._require_writer(column=name)
         if name not in self._columns:
-            chunk = min(_SMALL_CHUNK_ROWS, self.capacity)
-            self.group.create_array(
-                name,
-                shape=(self.capacity,),
-                chunks=(chunk,),
-                dtype="float32",
-                fill_value=column_fill(name),
-                compressors=[Crc32cCodec()],
-            )
+            create_array(self.group, name, column_args(name, self.capacity))
             self._columns[name] = np.full(self.capacity, column_fill(name), np.float32)
             self._enable_fast_chunks(name)
         pos = np.asarray(rows, np.int64) % self.capacity
         col = self._columns[name]
         col[pos] = values
         # Mirror the touched chunks whole: one atomic chunk write each instead of a scattered selection.
-        chunk = min(_SMALL_CHUNK_ROWS, self.capacity)
+        chunk = min(SMALL_CHUNK_ROWS, self.capacity)
         for c in np.unique(pos // chunk).tolist():
             self._mirror(name, col, c * chunk, min(self.capacity, (c + 1) * chunk))
 

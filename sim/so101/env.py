@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium
@@ -71,6 +72,28 @@ _ARM_JOINTS = np.array([name != "gripper" for name in JOINT_NAMES])
 HOME_TCP_M = np.array([0.16, 0.0, 0.13])
 """Tool centre point of the home pose episodes start near (gripper 60 deg below horizontal)."""
 _HOME_NOISE_DEG = 6.0
+
+
+def privileged_state(sim: SO101Sim, task: Task, joints: Mapping[str, float]) -> np.ndarray:
+    """The twin's ``state`` vector (``STATE_NAMES``) with the arm at ``joints`` (as observed, LeRobot
+    units): what ``vlmrl train`` stores and a state policy reads, and what ``vlmrl record`` stores as
+    ``state`` when it records the twin (``sim.lerobot_twin``), so recordings and training share a layout."""
+    tcp = sim.tcp_position()
+    cube = sim.cube_position()
+    goal = np.asarray(task.goal(), dtype=np.float64)
+    yaw4 = 4.0 * sim.cube_yaw_rad()
+    return np.concatenate(
+        [
+            [math.radians(joints[n]) for n in JOINT_NAMES[:5]],
+            [joints["gripper"] / 100.0],
+            tcp,
+            cube,
+            goal,
+            cube - tcp,
+            goal - task.goal_reference(sim),
+            [math.sin(yaw4), math.cos(yaw4)],
+        ]
+    ).astype(np.float32)
 
 
 class SO101Env(gymnasium.Env):
@@ -142,22 +165,39 @@ class SO101Env(gymnasium.Env):
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         super().reset(seed=seed)
         rng = self.np_random
+
+        def noisy_home() -> dict[str, float]:
+            home = inverse_kinematics(HOME_TCP_M, pitch_deg=60.0)
+            assert home is not None  # a fixed, reachable pose
+            joints = {
+                name: value + rng.uniform(-_HOME_NOISE_DEG, _HOME_NOISE_DEG) for name, value in home.items()
+            }
+            joints["wrist_roll"] = rng.uniform(-_HOME_NOISE_DEG, _HOME_NOISE_DEG)
+            joints["gripper"] = 100.0
+            return joints
+
+        options = options or {}
+        self.start_episode(rng, noisy_home, options.get("perturbation"), options.get("randomize_scale", 1.0))
+        status = self.task.evaluate(self.sim)
+        return self._observation(), {"success": status.success, "progress": status.progress}
+
+    def start_episode(
+        self,
+        rng: np.random.Generator,
+        start_joints: Callable[[], Mapping[str, float]],
+        perturbation: Perturbation | None = None,
+        randomize_scale: float = 1.0,
+    ) -> None:
+        """Reset the physics, let the task place its objects, put the arm at ``start_joints()`` and draw
+        (or take) the episode's perturbation, all from ``rng`` in that order. ``reset`` starts its episodes
+        here; so does the LeRobot twin (``sim.lerobot_twin``), from its own seed and start pose."""
         self.sim.reset()
         self.task.reset(self.sim, rng)
-        home = inverse_kinematics(HOME_TCP_M, pitch_deg=60.0)
-        assert home is not None  # a fixed, reachable pose
-        joints = {
-            name: value + rng.uniform(-_HOME_NOISE_DEG, _HOME_NOISE_DEG) for name, value in home.items()
-        }
-        joints["wrist_roll"] = rng.uniform(-_HOME_NOISE_DEG, _HOME_NOISE_DEG)
-        joints["gripper"] = 100.0
-        self.sim.set_joint_positions(joints)
+        self.sim.set_joint_positions(start_joints())
         self._targets = np.array([self.sim.joint_targets()[n] for n in JOINT_NAMES], dtype=np.float32)
         self._tcp_target = self.sim.tcp_position()
         self._steps = 0
-        self._perturb(rng, (options or {}).get("perturbation"), (options or {}).get("randomize_scale", 1.0))
-        status = self.task.evaluate(self.sim)
-        return self._observation(), {"success": status.success, "progress": status.progress}
+        self._perturb(rng, perturbation, randomize_scale)
 
     def _perturb(self, rng: np.random.Generator, given: Perturbation | None, scale: float = 1.0) -> None:
         """Draw (or take) this episode's perturbation and write it into the model; ``scale`` in [0, 1]
@@ -219,6 +259,25 @@ class SO101Env(gymnasium.Env):
                 targets = bound_windup(targets, positions, self.cfg.max_windup_deg, _ARM_JOINTS)
         else:
             targets = self._ee_delta_targets(np.clip(array, -1.0, 1.0))
+        self._advance(targets)
+        status = self.task.evaluate(self.sim)
+        reward = shaped_or_sparse_reward(self.cfg.reward, status.success, status.progress)
+        terminated = status.success and self.cfg.terminate_on_success
+        truncated = self._steps >= self.max_episode_steps and not terminated
+        info = {"success": status.success, "progress": status.progress}
+        return self._observation(), reward, terminated, truncated, info
+
+    def command(self, targets: Mapping[str, float]) -> dict[str, float]:
+        """Command joint targets (LeRobot units; joints left out keep theirs), clipped to the joint ranges,
+        and advance one control period as ``step`` does (action latency included), without evaluating
+        the task or rendering. Returns the targets commanded. The LeRobot twin's ``send_action``."""
+        current = dict(zip(JOINT_NAMES, self._targets.tolist()))
+        wanted = np.array([float(targets.get(n, current[n])) for n in JOINT_NAMES])
+        clipped = np.clip(wanted, self._low, self._high)
+        self._advance(clipped)
+        return {n: float(v) for n, v in zip(JOINT_NAMES, clipped) if n in targets}
+
+    def _advance(self, targets: np.ndarray) -> None:
         self._targets = targets.astype(np.float32)
         if self._pending:  # action latency: the servos receive the command of ``latency_steps`` ago
             self._pending.append(self._targets.copy())
@@ -226,12 +285,6 @@ class SO101Env(gymnasium.Env):
         self.sim.set_joint_targets(dict(zip(JOINT_NAMES, targets.tolist())))
         self.sim.step(self.n_substeps)
         self._steps += 1
-        status = self.task.evaluate(self.sim)
-        reward = shaped_or_sparse_reward(self.cfg.reward, status.success, status.progress)
-        terminated = status.success and self.cfg.terminate_on_success
-        truncated = self._steps >= self.max_episode_steps and not terminated
-        info = {"success": status.success, "progress": status.progress}
-        return self._observation(), reward, terminated, truncated, info
 
     def _ee_delta_targets(self, action: np.ndarray) -> np.ndarray:
         targets = self._targets.copy()
@@ -247,36 +300,26 @@ class SO101Env(gymnasium.Env):
         return np.clip(targets, self._low, self._high)
 
     def _observation(self) -> dict[str, np.ndarray]:
-        sim = self.sim
-        joints = sim.joint_positions()
+        joints = self.observed_joints()
+        obs = {STATE_KEY: privileged_state(self.sim, self.task, joints)}
+        for camera in self.cfg.cameras:
+            obs[pixel_key(camera)] = self.sim.render(camera, self.cfg.image_size)
+        for name, key in zip(JOINT_NAMES, JOINT_KEYS):
+            obs[key] = np.array([joints[name]], dtype=np.float32)
+        return obs
+
+    def observed_joints(self) -> dict[str, float]:
+        """The joint positions an observation reports (LeRobot units): measured, plus this episode's
+        joint observation noise (``Perturbation.joint_noise_std``), within the joint ranges. Each call
+        draws new noise."""
+        joints = self.sim.joint_positions()
         if self.perturbation.joint_noise_std > 0:
             noise = self._noise_rng.normal(0.0, self.perturbation.joint_noise_std, size=len(JOINT_NAMES))
             joints = {
                 n: float(np.clip(joints[n] + e, self._low[i], self._high[i]))
                 for i, (n, e) in enumerate(zip(JOINT_NAMES, noise))
             }
-        tcp = sim.tcp_position()
-        cube = sim.cube_position()
-        goal = np.asarray(self.task.goal(), dtype=np.float64)
-        yaw4 = 4.0 * sim.cube_yaw_rad()
-        state = np.concatenate(
-            [
-                [math.radians(joints[n]) for n in JOINT_NAMES[:5]],
-                [joints["gripper"] / 100.0],
-                tcp,
-                cube,
-                goal,
-                cube - tcp,
-                goal - self.task.goal_reference(sim),
-                [math.sin(yaw4), math.cos(yaw4)],
-            ]
-        ).astype(np.float32)
-        obs = {STATE_KEY: state}
-        for camera in self.cfg.cameras:
-            obs[pixel_key(camera)] = sim.render(camera, self.cfg.image_size)
-        for name, key in zip(JOINT_NAMES, JOINT_KEYS):
-            obs[key] = np.array([joints[name]], dtype=np.float32)
-        return obs
+        return joints
 
     def render(self) -> np.ndarray:  # type: ignore[override]
         """Front camera frame at the configured size."""

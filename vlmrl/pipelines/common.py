@@ -51,12 +51,18 @@ def robot_types(factories: dict[str, Any]) -> Iterator[None]:
         _ROBOT_TYPES.reset(token)
 
 
-def make_robot_env(cfg: RobotEnvConfig, out_dir: Path, robot_factories: dict[str, Any] | None = None) -> Any:
+def make_robot_env(
+    cfg: RobotEnvConfig,
+    out_dir: Path,
+    robot_factories: dict[str, Any] | None = None,
+    twin_config: Any = None,
+) -> Any:
     """Build the LeRobot robot (the twin or a real arm) and wrap it in a `LeRobotEnv`.
 
     ``robot_factories`` adds robot types (``robot.lerobot_robot.make_robot``): a custom LeRobot ``Robot``
     built from the ``ArmConfig``, without editing the package; so do those of an enclosing
-    ``robot_types(...)`` block (how the Python API passes them to deploy and record).
+    ``robot_types(...)`` block (how the Python API passes them to deploy and record). ``twin_config``: the
+    twin's camera options and randomisation (a ``sim.config.TwinConfig``; None: nominal).
 
     Raises:
         RobotError: a bad robot config (unknown type, missing port...).
@@ -80,7 +86,7 @@ def make_robot_env(cfg: RobotEnvConfig, out_dir: Path, robot_factories: dict[str
     image_size = env_cfg.image_size or 128
 
     def twin(arm: ArmConfig) -> Any:
-        return make_sim_so101(arm, image_size=image_size, control_hz=twin_hz, task=cfg.task)
+        return make_sim_so101(arm, image_size=image_size, control_hz=twin_hz, task=cfg.task, twin=twin_config)
 
     robot = make_robot(cfg.robot, {"sim_so101": twin, **_ROBOT_TYPES.get(), **(robot_factories or {})})
     description = arm_for(cfg.robot.type)  # the arm's own limits and kinematics (robot/arms.py)

@@ -16,7 +16,11 @@ before the stop, then reports the stop.
 
 On the twin (``--robot.type sim_so101``), ``--env.control-hz`` left at its default becomes the rate the
 twin's policies train at (``--source policy``: the policy's; otherwise ``SimConfig.control_hz``, 20 Hz),
-so recorded episodes match training and deploy.
+so recorded episodes match training and deploy. The twin takes ``vlmrl train``'s camera options and
+randomisation (``--sim.cameras``, ``--sim.image-size``, ``--sim.camera-calibration``,
+``--sim.randomize.*``), and its recordings store what a training run stores: ``state`` is the twin's state
+vector (``sim.so101.env.STATE_NAMES``), beside the joint keys and ``pixels/<camera>``, so a recording is
+``vlmrl train --prior-data`` (with ``--sim.action-mode absolute``: recorded actions are joint targets).
 
 Nothing in ``out_dir`` changes before the inputs are checked (robot, driver, policy, an existing store);
 a run that fails on them removes what it created and leaves the previous run's files as they were.
@@ -27,7 +31,7 @@ from __future__ import annotations
 import logging
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,6 +40,7 @@ import numpy as np
 from buffer.storage.shard_format import DEFAULT_JPEG_QUALITY, FrameCodec
 from robot.config import LeRobotEnvConfig
 from robot.errors import RobotError
+from sim.config import TwinConfig
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines.common import (
     RobotEnvConfig,
@@ -82,6 +87,11 @@ class Config(RobotEnvConfig):
     skip_corrupt: bool = False
     """Export: leave out stored episodes whose data is damaged (listed on the terminal) instead of
     failing. (Recording never appends to a store with damaged episodes.)"""
+    sim: TwinConfig = field(default_factory=TwinConfig)
+    """The twin's cameras, calibrated cameras and domain randomisation, as ``vlmrl train --sim.*`` takes
+    them (``--robot.type sim_so101`` only): ``--sim.cameras``, ``--sim.image-size``,
+    ``--sim.camera-calibration``, ``--sim.calibration-robot-id``, ``--sim.camera-crop``,
+    ``--sim.randomize.*``."""
 
 
 Driver = Callable[[dict[str, np.ndarray]], np.ndarray]
@@ -160,20 +170,24 @@ def main(cfg: Config) -> int:
         raise ConfigError(f"--episodes {cfg.episodes}: expected at least 1")
     if cfg.source == "policy" and (cfg.policy is None or not cfg.policy.is_file()):
         raise ConfigError(f"--source policy needs --policy pointing at a policy.pt (got {cfg.policy})")
-    cfg = twin_rate(cfg)
+    cfg = twin_options(twin_rate(cfg))
     store = cfg.out_dir / "episodes.zarr"
     new = NewPaths(cfg.out_dir, ["safety.jsonl", "episodes.zarr"])
     with new.removed_on_failure():
-        env = make_robot_env(cfg, cfg.out_dir)
+        env = make_robot_env(cfg, cfg.out_dir, twin_config=cfg.sim)
     with interrupt_on_signals(), env:
         with new.removed_on_failure():
             spec = env_spec(env)
+            layout = recorded_layout(env, spec.obs_spec())
             record_attrs = {
                 "task_description": spec.task_description,
                 "control_hz": cfg.env.control_hz,
                 "robot_type": cfg.robot.type,
                 "action_keys": list(env.action_keys),
+                "action_mode": "absolute",  # joint targets in LeRobot units, after the safety layer
                 "cameras": list(spec.cameras),
+                "state_names": list(layout.state_names),
+                **({"sim_config": asdict(layout.sim_config)} if layout.sim_config is not None else {}),
             }
             propose, on_reset, close_driver = make_driver(cfg, env)
             try:
@@ -185,7 +199,7 @@ def main(cfg: Config) -> int:
                         frame_codec=cfg.frame_codec,
                         frame_quality=cfg.frame_quality,
                     ),
-                    spec.obs_spec(),
+                    layout.obs_spec,
                     spec.action_shape[0],
                     ("success", "progress"),
                     record_attrs,
@@ -199,7 +213,9 @@ def main(cfg: Config) -> int:
         stop: BaseException | None = None
         try:
             while recorded < cfg.episodes:
-                episode = record_episode(env, propose, on_reset, keys, seed=cfg.seed + attempt)
+                episode = record_episode(
+                    env, propose, on_reset, keys, seed=cfg.seed + attempt, state_of=layout.state_of
+                )
                 attempt += 1
                 if episode is None:
                     logger.info("episode discarded; recording it again")
@@ -234,16 +250,75 @@ def main(cfg: Config) -> int:
     return 0
 
 
+def twin_options(cfg: Config) -> Config:
+    """``cfg`` with ``--sim.cameras`` / ``--sim.image-size`` folded into the arm's cameras and the env's
+    image size (one source of truth for the env and the store); ConfigError for ``--sim.*`` options on a
+    real arm, which has its own cameras and no randomisation."""
+    if cfg.robot.type != "sim_so101":
+        if cfg.sim != TwinConfig():
+            raise ConfigError(
+                f"--sim.* options set the twin's cameras and randomisation (--robot.type sim_so101), not "
+                f"{cfg.robot.type}'s"
+            )
+        return cfg
+    robot = cfg.robot if cfg.sim.cameras is None else replace(cfg.robot, cameras=tuple(cfg.sim.cameras))
+    env = cfg.env if cfg.sim.image_size is None else replace(cfg.env, image_size=cfg.sim.image_size)
+    if cfg.sim.image_size is not None and not cfg.sim.image_size > 0:
+        raise ConfigError(f"--sim.image-size {cfg.sim.image_size}: expected a positive number of pixels")
+    sim = replace(cfg.sim, cameras=tuple(robot.cameras), image_size=env.image_size)
+    return replace(cfg, robot=robot, env=env, sim=sim)
+
+
+@dataclass(frozen=True)
+class RecordedLayout:
+    """What a recording stores: the env's observations, with ``state`` as a training run stores it."""
+
+    obs_spec: dict[str, Any]
+    """Observation key -> (shape, dtype) of the store."""
+    state_names: tuple[str, ...]
+    """What each value of ``state`` is: on the twin the training env's ``STATE_NAMES`` (its privileged
+    state), on a real arm its joint keys (it has no other state)."""
+    state_of: Callable[[], np.ndarray] | None
+    """The twin's state at the last observation (None: the env's own ``state``)."""
+    sim_config: Any
+    """The twin's ``SimConfig`` (None on a real arm), stored so offline training can rebuild the env."""
+
+
+def recorded_layout(env: Any, obs_spec: dict[str, Any]) -> RecordedLayout:
+    """One state layout for recordings and training: on the twin, ``state`` is the training env's state
+    vector (``sim.so101.env.STATE_NAMES``), so a recording is prior data for ``vlmrl train`` by key name
+    (``state``, the joint keys ``shoulder_pan.pos`` ... and ``pixels/<camera>`` mean the same in both);
+    a real arm's ``state`` stays its joint positions, named as its joint keys."""
+    privileged = getattr(env.robot, "privileged_state", None)
+    if privileged is None:
+        return RecordedLayout(dict(obs_spec), tuple(env.action_keys), None, None)
+    from sim.so101.env import STATE_NAMES
+
+    spec = {**obs_spec, "state": ((len(STATE_NAMES),), np.dtype(np.float32))}
+    return RecordedLayout(spec, STATE_NAMES, privileged, env.robot.config.sim_config())
+
+
 def watchdog_trip(exc: RobotError) -> bool:
     """Whether ``exc`` is the watchdog's stop (``robot.watchdog``: a stale observation or an overrun)."""
     return "stale observation" in str(exc) or "control loop overran" in str(exc)
 
 
 def record_episode(
-    env: Any, propose: Driver, on_reset: Callable[[], None], keys: Any, seed: int
+    env: Any,
+    propose: Driver,
+    on_reset: Callable[[], None],
+    keys: Any,
+    seed: int,
+    state_of: Callable[[], np.ndarray] | None = None,
 ) -> dict[str, Any] | None:
-    """Run one episode; returns the arrays for ``ReplayBuffer.add_episode`` (None: the operator discarded it)."""
+    """Run one episode; returns the arrays for ``ReplayBuffer.add_episode`` (None: the operator discarded
+    it). ``state_of``: the ``state`` to store with each observation (``recorded_layout``)."""
+
+    def stored(obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return obs if state_of is None else {**obs, "state": state_of()}
+
     obs, info = env.reset(seed=seed)
+    obs = stored(obs)
     on_reset()
     keys.poll()
     observations, actions, rewards, terminated, truncated = [obs], [], [], [], []
@@ -256,6 +331,7 @@ def record_episode(
             elif event == "rerecord":
                 return None
         obs, reward, term, trunc, info = env.step(propose(obs))
+        obs = stored(obs)
         observations.append(obs)
         actions.append(info["sent_action"])  # what the arm was told, after the safety layer
         rewards.append(reward)
@@ -307,6 +383,7 @@ def export_store(store: Path, root: Path, cfg: Config) -> Path:
                 task=str(record.get("task_description", "")),
                 robot_type=record.get("robot_type"),
                 action_names=record.get("action_keys"),
+                state_names=record.get("state_names"),
                 skipped=skipped,
             )
         except BufferError as exc:
