@@ -8,6 +8,10 @@ moving while the loop sleeps to its deadline. Two extras, used only when present
 ``LeRobotEnv``): ``reset_scene(seed)`` places the task's objects, ``task_status()`` gives the privileged
 success/progress the oracle scorer reads.
 
+``unit`` makes the twin one hardware-like unit (``sim.units``): a fixed latency, gear play, dead band and
+joint calibration error in what it reports and how it moves, and a camera, light, friction and cube mass
+of its own, the same in every episode. The nominal unit is the twin the policies train in.
+
 lerobot is imported at module import (this module *is* the LeRobot integration); import it only where
 lerobot is installed (the ``robot`` extra).
 """
@@ -31,6 +35,7 @@ from sim.so101.arm import CAMERAS, SO101Sim
 from sim.so101.env import HOME_TCP_M
 from sim.so101.kinematics import inverse_kinematics
 from sim.so101.tasks import TASKS, Task
+from sim.units import NOMINAL, UnitDrive, apply_scene, unit_named
 
 
 @RobotConfig.register_subclass("sim_so101")
@@ -51,7 +56,12 @@ class SimSO101Config(RobotConfig):
     """As SO101Follower: cap on the change from the present position per command (None: no cap)."""
     initial_joints: dict[str, float] = field(default_factory=dict)
     """Joint positions (LeRobot units, keys without ``.pos``) set by ``reset_scene``; empty: the sim
-    env's home (tool 60 deg below horizontal above the table centre), gripper open."""
+    env's home (tool 60 deg below horizontal above the table centre), gripper open. Where the joints
+    really are: a unit with zero offsets reports them off by its offsets."""
+    unit: str = NOMINAL
+    """Hardware-like unit (``sim.units.UNITS``: nominal, a, b, c, d, e): fixed latency, backlash, dead band,
+    joint zero offsets, camera pose and field of view, light, friction and cube mass, drawn once from the
+    unit's seed; nominal: the twin the policies train in."""
 
 
 class SimSO101(Robot):
@@ -69,9 +79,11 @@ class SimSO101(Robot):
             raise SimError(f"sim_so101 task {config.task!r} unknown; expected one of {sorted(TASKS)}")
         if not config.control_hz > 0:
             raise SimError(f"sim_so101 control_hz {config.control_hz} must be positive")
+        self.unit = unit_named(config.unit)
         self.config = config
         self.sim: SO101Sim | None = None
         self.task: Task = TASKS[config.task]()
+        self._drive = UnitDrive(self.unit)
         self._n_substeps = 1
 
     @property
@@ -91,10 +103,13 @@ class SimSO101(Robot):
         return self.sim is not None
 
     def connect(self, calibrate: bool = True) -> None:
-        """Load the MuJoCo model and place the scene (unseeded); ``calibrate`` is ignored."""
+        """Load the MuJoCo model, give it the unit's camera, light, friction and mass, and place the scene
+        (unseeded); ``calibrate`` is ignored."""
         if self.sim is not None:
             raise SimError(f"{self} is already connected")
         self.sim = SO101Sim(max_image_size=self.config.image_size)
+        if self.unit.name != NOMINAL:
+            self.sim.upload_textures(apply_scene(self.unit, self.sim.model, self.sim.data))
         self._n_substeps = max(1, round(1.0 / (self.config.control_hz * self.sim.timestep_s)))
         self.reset_scene(None)
 
@@ -110,9 +125,10 @@ class SimSO101(Robot):
         """Nothing to configure: the twin's servos are set up by the MJCF."""
 
     def get_observation(self) -> dict[str, Any]:
-        """Measured joints (LeRobot units) and a rendered frame per camera, row 0 at the top."""
+        """Measured joints (LeRobot units, as the unit reports them) and a rendered frame per camera, row 0
+        at the top."""
         sim = self._connected()
-        obs: dict[str, Any] = {f"{name}.pos": value for name, value in sim.joint_positions().items()}
+        obs: dict[str, Any] = {f"{name}.pos": value for name, value in self._reported_joints().items()}
         for camera in self.config.camera_names:
             obs[camera] = sim.render(camera, self.config.image_size)
         return obs
@@ -120,18 +136,21 @@ class SimSO101(Robot):
     def send_action(self, action: dict[str, Any]) -> dict[str, Any]:
         """Command joint targets (LeRobot units), then advance the physics by one control period.
 
-        Returns the targets actually sent (after ``max_relative_target`` and the joint ranges).
+        Returns the targets actually sent (after ``max_relative_target`` and the joint ranges), in the arm's
+        own units, as a real arm returns the goals it wrote to its bus; the unit's servos then move
+        (``sim.units.UnitDrive``).
         """
         sim = self._connected()
         goal = {
             key.removesuffix(".pos"): float(value) for key, value in action.items() if key.endswith(".pos")
         }
         if self.config.max_relative_target is not None:
-            present = sim.joint_positions()
+            present = self._reported_joints()
             goal = ensure_safe_goal_position(
                 {k: (v, present[k]) for k, v in goal.items()}, self.config.max_relative_target
             )
-        sent = sim.set_joint_targets(goal)
+        sent = sim.clip_targets(goal)
+        sim.set_joint_targets(self._drive.command(sent))  # the nominal unit's drive passes goals unchanged
         sim.step(self._n_substeps)
         return {f"{name}.pos": value for name, value in sent.items()}
 
@@ -151,6 +170,7 @@ class SimSO101(Robot):
         self.task.reset(sim, rng)
         joints = dict(self.config.initial_joints) or home_joints()
         sim.set_joint_positions(joints)
+        self._drive.reset(sim.joint_targets())
 
     def task_status(self) -> tuple[bool, float]:
         """Privileged (success, progress in [0, 1]) of the configured task (the real arm has none)."""
@@ -159,21 +179,37 @@ class SimSO101(Robot):
 
     def scripted_expert(self) -> Callable[[], dict[str, float]]:
         """The sim's privileged scripted expert for the configured task, as a function returning the next
-        joint targets (action keys). Demonstrations on the twin; call after ``reset_scene``."""
+        joint targets (action keys, in the arm's own units: a unit's zero offsets added, so the joints go
+        where the expert means them to). Demonstrations on the twin, the scripted operator's takeovers;
+        call after ``reset_scene``; each call starts the expert's phases afresh."""
         from sim.so101.scripted import ScriptedPolicy
 
-        # ScriptedPolicy reads ``env.unwrapped.{sim, task, cfg.task, cfg.action_mode}``; give it the twin's.
+        sim = self._connected()
+        # ScriptedPolicy reads ``env.unwrapped.{sim, task, cfg.task, cfg.action_mode, joint_targets_array}``;
+        # give it the twin's (the targets it holds once the task holds are the physical ones).
         view = SimpleNamespace(
-            sim=self._connected(),
+            sim=sim,
             task=self.task,
             cfg=SimpleNamespace(task=self.config.task, action_mode="absolute"),
+            joint_targets_array=lambda: np.array(
+                [sim.joint_targets()[n] for n in JOINT_NAMES], dtype=np.float32
+            ),
         )
         expert = ScriptedPolicy(SimpleNamespace(unwrapped=view))
 
         def next_targets() -> dict[str, float]:
-            return {f"{n}.pos": float(v) for n, v in zip(JOINT_NAMES, expert.act())}
+            physical = dict(zip(JOINT_NAMES, (float(v) for v in expert.act())))
+            return {f"{n}.pos": v for n, v in self._drive.report(physical).items()}
 
         return next_targets
+
+    def tool_position_m(self) -> np.ndarray:
+        """Where the tool centre point really is (metres, base frame): what a person watching sees, not
+        what the reported joints imply on a unit with zero offsets (the scripted operator watches it)."""
+        return self._connected().tcp_position()
+
+    def _reported_joints(self) -> dict[str, float]:
+        return self._drive.report(self._connected().joint_positions())
 
     def _connected(self) -> SO101Sim:
         if self.sim is None:
@@ -196,7 +232,8 @@ def home_action() -> dict[str, float]:
 def make_sim_so101(
     cfg: ArmConfig, image_size: int = 128, control_hz: float = 30.0, task: str = "lift"
 ) -> SimSO101:
-    """Factory for ``robot.lerobot_robot.make_robot(cfg, {"sim_so101": ...})``: the twin for an `ArmConfig`."""
+    """Factory for ``robot.lerobot_robot.make_robot(cfg, {"sim_so101": ...})``: the twin for an `ArmConfig`
+    (its ``unit``: the hardware-like unit, None the nominal twin)."""
     config = SimSO101Config(
         id=cfg.id,
         calibration_dir=None if cfg.calibration_dir is None else Path(cfg.calibration_dir),
@@ -205,5 +242,6 @@ def make_sim_so101(
         control_hz=control_hz,
         task=task,
         max_relative_target=cfg.max_relative_target,
+        unit=cfg.unit or NOMINAL,
     )
     return SimSO101(config)
