@@ -8,7 +8,9 @@
    calibration (temperature, threshold) is fitted on the clips labelled by the episodes' success;
 3. `train`: SAC in simulation on what a real arm provides (joints + camera), scores calibrated by it;
 4. `finetune`: the sim policy continues learning on the arm (here the twin, through the same LeRobot
-   path a real SO-101 takes), its clips scored and calibrated the same way as in training.
+   path a real SO-101 takes), its reward from the operator's keys: the oracle of steps 2-3 reads the
+   simulator's progress, which no arm gives, so finetune leaves it out (a VLM or a learned scorer,
+   ``--scorer``, would score the arm's clips, through the sim run's calibration when it is the run's own).
 """
 
 from __future__ import annotations

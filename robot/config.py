@@ -57,14 +57,19 @@ class WatchdogConfig:
     """How often the watchdog thread checks, in control periods; trip latency <= stale_after + poll."""
 
 
+DEFAULT_EPISODE_STEPS = 300
+"""Episode length of a ``LeRobotEnv`` whose ``max_episode_steps`` is None (teleoperated recordings)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class LeRobotEnvConfig:
     """The LeRobot adapter: control rate, episode length, image size, reset pose, what a stop does."""
 
     control_hz: float = 30.0
     """Fixed control rate; each step sleeps to its deadline and counts an overrun when late."""
-    max_episode_steps: int = 300
-    """Steps before an episode is truncated."""
+    max_episode_steps: int | None = None
+    """Steps before an episode is truncated. None: as long as the policy's training episodes in `vlmrl deploy`
+    and `vlmrl finetune` (the policy file's run info), else ``DEFAULT_EPISODE_STEPS``."""
     image_size: int | None = 128
     """Square size camera frames are resized to (None: keep the camera's own size)."""
     camera_crop: Literal["center_square", "none"] = "center_square"
@@ -122,6 +127,10 @@ class ArmConfig:
     """Real arms: let the motors go limp when disconnecting."""
     calibration_dir: str | None = None
     """Directory of LeRobot calibration files (None: LeRobot's default under ~/.cache/huggingface)."""
+    unit: str | None = None
+    """The twin only (sim_so101): a hardware-like unit, nominal or a..e (``sim.units``: fixed latency,
+    backlash, dead band, joint zero offsets, camera pose and field of view, light, friction, cube mass);
+    None: the nominal twin. A real arm is its own unit."""
 
 
 def env_config_for_arm(cfg: LeRobotEnvConfig, robot_type: str) -> LeRobotEnvConfig:

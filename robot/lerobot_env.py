@@ -23,7 +23,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from robot.config import LeRobotEnvConfig
+from robot.config import DEFAULT_EPISODE_STEPS, LeRobotEnvConfig
 from robot.contract import bound_windup
 from robot.errors import ActionError, RobotError
 from robot.estop import EmergencyStop
@@ -44,8 +44,8 @@ class LeRobotEnv(gym.Env):
     Observations: ``state`` (float32 joint positions in action-key order), each joint key (float32[1]),
     ``pixels/<camera>`` (uint8[H, W, 3], resized to ``image_size``). Actions: absolute joint targets in
     the robot's units, bounded by the safety joint limits. ``info``: ``success``/``progress`` (from
-    `mark_outcome` (human keys), else from ``robot.task_status()`` on a simulated robot, else
-    False/0.0: a real robot has no privileged task state), ``safety`` (clip reasons), ``sent_action``,
+    `mark_outcome` (human keys), else from ``robot.task_status()`` on a simulated robot unless
+    ``privileged_status`` is off, else False/0.0: a real robot has no privileged task state), ``safety`` (clip reasons), ``sent_action``,
     ``overruns``. The reward is sparse: 1.0 on a successful step, which also ends the episode.
 
     Args:
@@ -53,6 +53,11 @@ class LeRobotEnv(gym.Env):
         cfg: rate, episode length, image size, reset pose, stop mode, safety and watchdog limits.
         forward_kinematics: end-effector FK for the workspace check (None: joint limits only).
         clip_log: JSON-lines file every clipped command is appended to.
+        warn_clips: log one warning per episode with its safety clips by reason (False: the caller reports
+            them itself, from each step's ``info["safety"]``).
+        privileged_status: on a simulated robot, read success and progress from ``robot.task_status()``
+            when no outcome key was pressed; False: only ``mark_outcome`` (the operator's keys) sets them, as
+            on a real arm (fine-tuning must not learn from the simulator's help).
         clock: monotonic clock; sleep: sleep function (tests may pass simulated ones).
 
     Raises:
@@ -67,6 +72,8 @@ class LeRobotEnv(gym.Env):
         cfg: LeRobotEnvConfig,
         forward_kinematics: ForwardKinematics | None = None,
         clip_log: str | None = None,
+        warn_clips: bool = True,
+        privileged_status: bool = True,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -105,6 +112,8 @@ class LeRobotEnv(gym.Env):
             raise RobotError(f"robot {robot} does not observe its action keys {missing}")
         self.safety = SafetyLayer(cfg.safety, self.action_keys, forward_kinematics, clip_log)
         self._clip_log = clip_log
+        self._warn_clips = warn_clips
+        self._privileged_status = privileged_status
         self._clips_at_start: dict[str, int] = {}
         self.rate = RateKeeper(cfg.control_hz, clock=clock, sleep=sleep)
         self.watchdog = Watchdog(cfg.watchdog, self.rate.period_s, self._stop, clock=clock)
@@ -204,10 +213,11 @@ class LeRobotEnv(gym.Env):
         self._steps += 1
         success, progress = self._task_status()
         terminated = self._outcome is not None or success
-        truncated = not terminated and (self._truncate or self._steps >= self.cfg.max_episode_steps)
+        truncated = not terminated and (self._truncate or self._steps >= self.max_episode_steps)
         if terminated or truncated:
             self.watchdog.disarm()
-            self._warn_episode_clips()
+            if self._warn_clips:
+                self._warn_episode_clips()
         info = {
             "success": success,
             "progress": progress,
@@ -270,6 +280,11 @@ class LeRobotEnv(gym.Env):
         if base is None:
             raise RobotError(f"LeRobotEnv.{caller} called before reset")
         return np.array([base[k] for k in self.action_keys], dtype=np.float32)
+
+    @property
+    def max_episode_steps(self) -> int:
+        """Steps before an episode is truncated (``cfg.max_episode_steps``, else ``DEFAULT_EPISODE_STEPS``)."""
+        return self.cfg.max_episode_steps or DEFAULT_EPISODE_STEPS
 
     # -- operator signals ------------------------------------------------------------------------------
 
@@ -342,7 +357,7 @@ class LeRobotEnv(gym.Env):
         if self._outcome is not None:
             return self._outcome, 1.0 if self._outcome else 0.0
         status = getattr(self.robot, "task_status", None)  # simulated robots only (privileged)
-        if callable(status):
+        if callable(status) and self._privileged_status:
             success, progress = status()
             return bool(success), float(min(max(progress, 0.0), 1.0))
         return False, 0.0

@@ -47,7 +47,7 @@ def lerobot_config(cfg: ArmConfig) -> Any:
     """The LeRobot ``RobotConfig`` subclass instance for a real arm type (``so101_follower``, ...).
 
     Raises:
-        RobotError: an unknown type, or a real arm without a port.
+        RobotError: an unknown type, a real arm without a port, or with a twin unit.
     """
     import importlib
 
@@ -62,6 +62,10 @@ def lerobot_config(cfg: ArmConfig) -> Any:
         raise RobotError(f"robot.type {cfg.type!r} is not a LeRobot robot type; known: {known}") from exc
     if cfg.port is None:
         raise RobotError(f"robot.type {cfg.type} needs --robot.port (e.g. /dev/ttyACM0)")
+    if cfg.unit is not None:
+        raise RobotError(
+            f"--robot.unit {cfg.unit} is a unit of the twin (--robot.type sim_so101); a {cfg.type} is its own unit"
+        )
     kwargs: dict[str, Any] = {"port": cfg.port, "id": cfg.id, "cameras": camera_configs(cfg)}
     if cfg.calibration_dir is not None:
         kwargs["calibration_dir"] = Path(cfg.calibration_dir)

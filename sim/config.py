@@ -163,6 +163,29 @@ class TwinConfig:
     """As ``SimConfig.randomize``: domain randomisation, drawn per episode (off by default)."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class ScriptedOperatorConfig:
+    """The scripted operator of `vlmrl finetune --operator scripted` on the twin (``sim.scripted_operator``):
+    when it presses success or failure and when it takes over with the twin's expert."""
+
+    stall_steps: int = 20
+    """The policy stalls when the tool moved less than ``stall_m`` over this many steps (1 s at 20 Hz)."""
+    stall_m: float = 0.01
+    """Tool movement, metres, below which ``stall_steps`` steps count as a stall."""
+    workspace_min_m: tuple[float, float, float] = (0.04, -0.28, 0.0)
+    """Lower corner of the box the tool should stay in (x, y, z, metres, robot base frame); outside it the
+    policy has drifted away (the twin tasks' workspace, ``sim.so101.env.EE_WORKSPACE_*``)."""
+    workspace_max_m: tuple[float, float, float] = (0.34, 0.28, 0.26)
+    """Upper corner of that box."""
+    takeover_steps: int = 40
+    """Steps the expert drives per takeover before handing back (about a lift from the home pose)."""
+    budget_steps: int = 80
+    """Intervention steps per episode at most; 0: no takeovers at all (keys only)."""
+    give_up: bool = True
+    """Press failure when the policy stalls or drifts and the budget is spent, as a person ends a hopeless
+    episode early (robot minutes are the cost); False: let it run to the time limit."""
+
+
 def stored_sim_settings(stored: dict[str, Any]) -> dict[str, Any]:
     """Sim settings stored by an older version (a policy's run info, a recording's ``sim_config``) with the
     fields added since at their old behaviour (``SimConfig.LEGACY_DEFAULTS``), where the stored dict lacks them."""

@@ -11,6 +11,10 @@ joint targets) behind LeRobot's API, so it takes the same camera options and ran
 randomisation, ``task_status()`` gives the privileged success/progress the oracle scorer reads,
 ``privileged_state()`` the training env's ``state`` vector.
 
+``unit`` makes the twin one hardware-like unit (``sim.units``): a fixed latency, gear play, dead band and
+joint calibration error in what it reports and how it moves, and a camera, light, friction and cube mass
+of its own, the same in every episode. The nominal unit is the twin the policies train in.
+
 lerobot is imported at module import (this module *is* the LeRobot integration); import it only where
 lerobot is installed (the ``robot`` extra).
 """
@@ -35,6 +39,7 @@ from sim.so101.arm import CAMERAS, SO101Sim
 from sim.so101.env import HOME_TCP_M, SO101Env, privileged_state
 from sim.so101.kinematics import inverse_kinematics
 from sim.so101.tasks import TASKS, Task
+from sim.units import NOMINAL, UnitDrive, apply_scene, unit_named
 
 
 @RobotConfig.register_subclass("sim_so101")
@@ -55,7 +60,8 @@ class SimSO101Config(RobotConfig):
     """As SO101Follower: cap on the change from the present position per command (None: no cap)."""
     initial_joints: dict[str, float] = field(default_factory=dict)
     """Joint positions (LeRobot units, keys without ``.pos``) set by ``reset_scene``; empty: the sim
-    env's home (tool 60 deg below horizontal above the table centre), gripper open."""
+    env's home (tool 60 deg below horizontal above the table centre), gripper open. Where the joints
+    really are: a unit with zero offsets reports them off by its offsets."""
     camera_calibration: dict[str, str] = field(default_factory=dict)
     """As ``SimConfig.camera_calibration``: camera name -> calibration camera id it renders as."""
     calibration_robot_id: str | None = None
@@ -82,6 +88,10 @@ class SimSO101Config(RobotConfig):
             terminate_on_success=False,
             randomize=self.randomize,
         )
+    unit: str = NOMINAL
+    """Hardware-like unit (``sim.units.UNITS``: nominal, a, b, c, d, e): fixed latency, backlash, dead band,
+    joint zero offsets, camera pose and field of view, light, friction and cube mass, drawn once from the
+    unit's seed; nominal: the twin the policies train in. Not with ``randomize`` (a unit is one fixed draw)."""
 
 
 class SimSO101(Robot):
@@ -99,10 +109,12 @@ class SimSO101(Robot):
             raise SimError(f"sim_so101 task {config.task!r} unknown; expected one of {sorted(TASKS)}")
         if not config.control_hz > 0:
             raise SimError(f"sim_so101 control_hz {config.control_hz} must be positive")
+        self.unit = unit_named(config.unit)
         self.config = config
         self.env: SO101Env | None = None
         self.task: Task = TASKS[config.task]()
         self._joints: dict[str, float] = {}
+        self._drive = UnitDrive(self.unit)
 
     @property
     def sim(self) -> SO101Sim | None:
@@ -127,11 +139,18 @@ class SimSO101(Robot):
 
     def connect(self, calibrate: bool = True) -> None:
         """Load the MuJoCo model (the twin env of ``config.sim_config()``: its cameras, calibration and
-        randomisation) and place the scene (unseeded); ``calibrate`` is ignored."""
+        randomisation), give it the unit's camera, light, friction and mass, and place the scene (unseeded);
+        ``calibrate`` is ignored."""
         if self.env is not None:
             raise SimError(f"{self} is already connected")
-        self.env = SO101Env(self.config.sim_config())
+        env = SO101Env(self.config.sim_config())
+        if self.unit.name != NOMINAL and env.randomize_ranges.active():
+            env.close()
+            raise SimError(f"sim_so101 unit {self.unit.name!r} is one fixed draw; turn the randomisation off for it")
+        self.env = env
         self.task = self.env.task
+        if self.unit.name != NOMINAL:
+            self.env.sim.upload_textures(apply_scene(self.unit, self.env.sim.model, self.env.sim.data))
         self.reset_scene(None)
 
     @property
@@ -146,11 +165,11 @@ class SimSO101(Robot):
         """Nothing to configure: the twin's servos are set up by the MJCF."""
 
     def get_observation(self) -> dict[str, Any]:
-        """Measured joints (LeRobot units; with the episode's joint noise when randomised) and a rendered
-        frame per camera, row 0 at the top."""
+        """Measured joints (LeRobot units, as the unit reports them; with the episode's joint noise when
+        randomised) and a rendered frame per camera, row 0 at the top."""
         env = self._connected_env()
         self._joints = env.observed_joints()
-        obs: dict[str, Any] = {f"{name}.pos": value for name, value in self._joints.items()}
+        obs: dict[str, Any] = {f"{name}.pos": value for name, value in self._drive.report(self._joints).items()}
         for camera in self.config.camera_names:
             obs[camera] = env.sim.render(camera, self.config.image_size)
         return obs
@@ -158,18 +177,21 @@ class SimSO101(Robot):
     def send_action(self, action: dict[str, Any]) -> dict[str, Any]:
         """Command joint targets (LeRobot units), then advance the physics by one control period.
 
-        Returns the targets actually sent (after ``max_relative_target`` and the joint ranges).
+        Returns the targets actually sent (after ``max_relative_target`` and the joint ranges), in the arm's
+        own units, as a real arm returns the goals it wrote to its bus; the unit's servos then move
+        (``sim.units.UnitDrive``).
         """
         env = self._connected_env()
         goal = {
             key.removesuffix(".pos"): float(value) for key, value in action.items() if key.endswith(".pos")
         }
         if self.config.max_relative_target is not None:
-            present = env.sim.joint_positions()
+            present = self._reported_joints()
             goal = ensure_safe_goal_position(
                 {k: (v, present[k]) for k, v in goal.items()}, self.config.max_relative_target
             )
-        sent = env.command(goal)
+        sent = env.sim.clip_targets(goal)
+        env.command(self._drive.command(sent))  # the nominal unit's drive passes goals unchanged
         return {f"{name}.pos": value for name, value in sent.items()}
 
     def disconnect(self) -> None:
@@ -186,11 +208,13 @@ class SimSO101(Robot):
         env = self._connected_env()
         joints = dict(self.config.initial_joints) or home_joints()
         env.start_episode(np.random.default_rng(seed), lambda: joints)
+        self._drive.reset(env.sim.joint_targets())
         self._joints = {}
 
     def privileged_state(self) -> np.ndarray:
         """The twin env's ``state`` vector (``sim.so101.env.STATE_NAMES``) at the last observation: the
-        state ``vlmrl train`` stores, which ``vlmrl record`` stores for recordings of the twin."""
+        state ``vlmrl train`` stores, which ``vlmrl record`` stores for recordings of the twin (the joints
+        where they physically are, not as a unit reports them)."""
         env = self._connected_env()
         return privileged_state(env.sim, self.task, self._joints or env.sim.joint_positions())
 
@@ -201,21 +225,37 @@ class SimSO101(Robot):
 
     def scripted_expert(self) -> Callable[[], dict[str, float]]:
         """The sim's privileged scripted expert for the configured task, as a function returning the next
-        joint targets (action keys). Demonstrations on the twin; call after ``reset_scene``."""
+        joint targets (action keys, in the arm's own units: a unit's zero offsets added, so the joints go
+        where the expert means them to). Demonstrations on the twin, the scripted operator's takeovers;
+        call after ``reset_scene``; each call starts the expert's phases afresh."""
         from sim.so101.scripted import ScriptedPolicy
 
-        # ScriptedPolicy reads ``env.unwrapped.{sim, task, cfg.task, cfg.action_mode}``; give it the twin's.
+        sim = self._connected()
+        # ScriptedPolicy reads ``env.unwrapped.{sim, task, cfg.task, cfg.action_mode, joint_targets_array}``;
+        # give it the twin's (the targets it holds once the task holds are the physical ones).
         view = SimpleNamespace(
-            sim=self._connected(),
+            sim=sim,
             task=self.task,
             cfg=SimpleNamespace(task=self.config.task, action_mode="absolute"),
+            joint_targets_array=lambda: np.array(
+                [sim.joint_targets()[n] for n in JOINT_NAMES], dtype=np.float32
+            ),
         )
         expert = ScriptedPolicy(SimpleNamespace(unwrapped=view))
 
         def next_targets() -> dict[str, float]:
-            return {f"{n}.pos": float(v) for n, v in zip(JOINT_NAMES, expert.act())}
+            physical = dict(zip(JOINT_NAMES, (float(v) for v in expert.act())))
+            return {f"{n}.pos": v for n, v in self._drive.report(physical).items()}
 
         return next_targets
+
+    def tool_position_m(self) -> np.ndarray:
+        """Where the tool centre point really is (metres, base frame): what a person watching sees, not
+        what the reported joints imply on a unit with zero offsets (the scripted operator watches it)."""
+        return self._connected().tcp_position()
+
+    def _reported_joints(self) -> dict[str, float]:
+        return self._drive.report(self._connected_env().observed_joints())
 
     def _connected(self) -> SO101Sim:
         return self._connected_env().sim
@@ -247,7 +287,8 @@ def make_sim_so101(
 ) -> SimSO101:
     """Factory for ``robot.lerobot_robot.make_robot(cfg, {"sim_so101": ...})``: the twin for an `ArmConfig`
     (``twin``: its camera options and randomisation, as ``vlmrl train`` takes them; its cameras and image
-    size, when set, replace ``cfg.cameras`` and ``image_size``)."""
+    size, when set, replace ``cfg.cameras`` and ``image_size``; ``cfg.unit``: the hardware-like unit, None
+    the nominal twin)."""
     twin = twin or TwinConfig()
     config = SimSO101Config(
         id=cfg.id,
@@ -261,5 +302,6 @@ def make_sim_so101(
         calibration_robot_id=twin.calibration_robot_id,
         camera_crop=twin.camera_crop,
         randomize=twin.randomize,
+        unit=cfg.unit or NOMINAL,
     )
     return SimSO101(config)

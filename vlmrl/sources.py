@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,6 +18,8 @@ from vlmrl.learner import Act
 
 ROBOT_INFO_KEYS = ("success", "progress", "intervention")
 """Per-step info a robot episode stores (the operator's takeovers included)."""
+KEY_EVENTS = ("success", "failure", "rerecord", "intervene")
+"""Operator key events a robot episode counts (``robot.teleop.OPERATOR_KEYS``)."""
 
 
 def arm_targets(env: Any, action: np.ndarray, delta_scale: Sequence[float] | None) -> np.ndarray:
@@ -116,7 +119,10 @@ class RobotEpisodes:
     """Episodes on a robot env with an operator: the policy acts unless the operator takes over.
 
     Operator events (``robot.teleop.OPERATOR_KEYS``): success/failure mark the outcome, rerecord ends
-    the episode now (not terminal; the data stays), intervening hands the arm to ``teleop``.
+    the episode now (not terminal; the data stays), intervening hands the arm to ``teleop``. A person at the
+    keyboard and the twin's scripted operator (``sim.scripted_operator``) take this one path: an operator
+    with ``begin_episode()`` is told when an episode starts (else its stale presses are dropped), and one with
+    ``end_episode()`` gives its own log of the episode (the stats' ``operator``).
 
     Args:
         env: a ``LeRobotEnv`` (``measured``, ``action_keys``, ``mark_outcome``, ``truncate_now``).
@@ -141,14 +147,24 @@ class RobotEpisodes:
         self.env, self.buffer, self.keys, self.teleop, self.seed_base = env, buffer, keys, teleop, seed_base
         self.delta_scale = None if delta_scale is None else [float(x) for x in delta_scale]
 
-    def collect(self, episode: int, act: Act, after_step: Callable[[], None]) -> dict[str, float]:
-        """One episode (see ``ExperienceSource.collect``); also counts the operator's takeover steps."""
+    def collect(self, episode: int, act: Act, after_step: Callable[[], None]) -> dict[str, Any]:
+        """One episode (see ``ExperienceSource.collect``); also counts the operator's takeover steps
+        (``interventions``) and takeovers, its key presses (``keys/<event>``) and the episode's safety clips
+        (``safety_clips``, by reason)."""
         env, keys = self.env, self.keys
         obs, info = env.reset(seed=self.seed_base + episode)
-        keys.poll()
-        total, steps, interventions, done = 0.0, 0, 0, False
+        begin = getattr(keys, "begin_episode", None)
+        if callable(begin):
+            begin()
+        else:
+            keys.poll()  # presses made between episodes do not count
+        total, steps, interventions, takeovers, done = 0.0, 0, 0, 0, False
+        presses: Counter[str] = Counter()
+        clips: Counter[str] = Counter()
+        was_intervening = False
         while not done:
             for event in keys.poll():
+                presses[event] += 1
                 if event in ("success", "failure"):
                     env.mark_outcome(event == "success")
                 elif event == "rerecord":
@@ -157,26 +173,36 @@ class RobotEpisodes:
                 targets = self.teleop.action(env.measured)
                 action = np.array([targets[k] for k in env.action_keys], np.float32)
                 interventions += 1
+                takeovers += not was_intervening
             else:
                 teleop_sync = getattr(self.teleop, "sync", None)
                 if callable(teleop_sync):
                     teleop_sync(env.measured)  # a takeover starts where the arm is
                 action = arm_targets(env, act(obs), self.delta_scale)
+            was_intervening = bool(keys.intervening)
             previous = env.last_sent() if self.delta_scale is not None else None
             next_obs, reward, terminated, truncated, info = env.step(action)
+            clips.update(reason.split(":")[0] for reason in info.get("safety", ()))
             step_info = {
                 "success": info["success"],
                 "progress": info["progress"],
-                "intervention": float(keys.intervening),
+                "intervention": float(was_intervening),
             }
             stored = agent_action(info["sent_action"], previous, self.delta_scale)
             self.buffer.add_step(obs, stored, reward, terminated, truncated, step_info, next_obs)
             obs, total, steps = next_obs, total + float(reward), steps + 1
             done = terminated or truncated
             after_step()
-        return {
+        stats: dict[str, Any] = {
             "return": total,
             "length": float(steps),
             "success": float(bool(info["success"])),
             "interventions": float(interventions),
+            "takeovers": float(takeovers),
+            **{f"keys/{event}": float(presses[event]) for event in KEY_EVENTS},
+            "safety_clips": dict(sorted(clips.items())),
         }
+        end = getattr(keys, "end_episode", None)
+        if callable(end):
+            stats["operator"] = end()
+        return stats

@@ -73,7 +73,9 @@ class SO101Sim:
         self.set_joint_positions({"gripper": 100.0})
         self.park_cube()
 
-    def _clip(self, targets: Mapping[str, float]) -> dict[str, float]:
+    def clip_targets(self, targets: Mapping[str, float]) -> dict[str, float]:
+        """``targets`` (LeRobot units, keys with or without ``.pos``) within the joint ranges, keys without
+        ``.pos``; SimError for an unknown joint or a value that is not finite."""
         clipped = {}
         for key, value in targets.items():
             name = key.removesuffix(".pos")
@@ -87,7 +89,7 @@ class SO101Sim:
 
     def set_joint_targets(self, targets: Mapping[str, float]) -> dict[str, float]:
         """Command position targets (LeRobot units, clipped to the joint ranges); returns what was sent."""
-        clipped = self._clip(targets)
+        clipped = self.clip_targets(targets)
         for name, value in clipped.items():
             self.data.ctrl[self._ctrl[name]] = _to_sim(name, value)
         return clipped
@@ -98,7 +100,7 @@ class SO101Sim:
 
     def set_joint_positions(self, joints: Mapping[str, float]) -> None:
         """Teleport joints (and their targets) to ``joints``, LeRobot units; velocities zeroed."""
-        clipped = self._clip(joints)
+        clipped = self.clip_targets(joints)
         for name, value in clipped.items():
             self.data.qpos[self._qpos[name]] = _to_sim(name, value)
             if name == "gripper":

@@ -22,7 +22,7 @@ def calib(tmp_path):
     return str(tmp_path / "calibration")
 
 
-def twin_env(calib, cameras=("front",), **env_overrides):
+def twin_env(calib, cameras=("front",), privileged_status=True, **env_overrides):
     robot = make_robot(
         ArmConfig(type="sim_so101", cameras=cameras, calibration_dir=calib),
         {"sim_so101": lambda cfg: make_sim_so101(cfg, image_size=64, control_hz=30.0, task="lift")},
@@ -36,7 +36,7 @@ def twin_env(calib, cameras=("front",), **env_overrides):
         watchdog=WatchdogConfig(enabled=False),
         **env_overrides,
     )
-    return LeRobotEnv(robot, cfg, forward_kinematics=forward_kinematics)
+    return LeRobotEnv(robot, cfg, forward_kinematics=forward_kinematics, privileged_status=privileged_status)
 
 
 def test_features_match_lerobots_so101_follower(calib):
@@ -109,4 +109,23 @@ def test_safety_layer_with_the_twins_kinematics_keeps_the_gripper_above_the_tabl
         assert forward_kinematics(sent)[2] >= 0.03 - 1e-6
     assert env.safety.clip_counts["workspace"] > 0
     assert forward_kinematics(env.measured)[2] == pytest.approx(0.03, abs=0.01)  # stopped at the boundary
+    env.close()
+
+
+@pytest.mark.parametrize("privileged", [True, False])
+def test_without_privileged_status_only_the_operators_key_ends_an_episode_as_a_success(calib, privileged):
+    """Finetune's env (``privileged_status=False``): the twin's task status (here: always done) never sets
+    success, progress or the reward; the success key does, as on a real arm."""
+    env = twin_env(calib, cameras=(), privileged_status=privileged)
+    env.robot.task_status = lambda: (True, 1.0)
+    _, info = env.reset(seed=0)
+    hold = env.last_sent()
+    _, reward, terminated, _, info = env.step(hold)
+    assert (info["success"], info["progress"], reward, terminated) == (
+        (True, 1.0, 1.0, True) if privileged else (False, 0.0, 0.0, False)
+    )
+    if not privileged:
+        env.mark_outcome(True)
+        _, reward, terminated, _, info = env.step(hold)
+        assert (info["success"], info["progress"], reward, terminated) == (True, 1.0, 1.0, True)
     env.close()

@@ -219,3 +219,38 @@ def test_deploy_drives_a_joint_delta_policy_with_the_anti_windup_bound_it_traine
         given = config(tmp_path, tmp_path / "policy.pt")
         given = dataclasses.replace(given, env=dataclasses.replace(given.env, max_windup_deg=16.0))
         assert deploy.fit_to_policy(given, info, reads_pixels=True).env.max_windup_deg == 16.0
+
+
+def test_episodes_are_as_long_as_the_policys_training_episodes_unless_given(tmp_path, capsys):
+    """Issue 33: deploy allowed 300 steps while lift trains on 100, so a late success counted on the arm and
+    not in training. The policy file records its episode length; an older file gets its task's default."""
+    policy = export(tmp_path, JOINTS_AND_FRONT, run=run_info(max_episode_steps=4))
+    cfg = config(tmp_path, policy, episodes=2)
+    cfg = dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, max_episode_steps=None))
+    assert deploy.main(cfg) == 0
+    metrics = json.loads((tmp_path / "deploy" / "metrics.json").read_text())
+    assert [e["steps"] for e in metrics["episodes"]] == [4, 4]
+    assert json.loads((tmp_path / "deploy" / "config.json").read_text())["env"]["max_episode_steps"] == 4
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("deploy: episode")]
+    assert len(printed) == 2 and "4 steps" in printed[0] and "safety clips" in printed[0]
+    assert all(isinstance(e["safety_clips"], dict) for e in metrics["episodes"])
+    old = {k: v for k, v in run_info().items() if k != "max_episode_steps"}  # reach: 50 steps by default
+    assert deploy.fit_to_policy(cfg, old, reads_pixels=True).env.max_episode_steps == 50
+    given = dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, max_episode_steps=7))
+    assert (
+        deploy.fit_to_policy(given, run_info(max_episode_steps=4), reads_pixels=True).env.max_episode_steps
+        == 7
+    )
+
+
+def test_deploy_runs_on_a_twin_unit_and_records_it(tmp_path):
+    policy = export(tmp_path, JOINTS_AND_FRONT, run=run_info())
+    cfg = config(tmp_path, policy)
+    cfg = dataclasses.replace(
+        cfg,
+        robot=dataclasses.replace(cfg.robot, unit="c"),
+        env=dataclasses.replace(cfg.env, max_episode_steps=3),
+    )
+    assert deploy.main(cfg) == 0
+    assert json.loads((tmp_path / "deploy" / "metrics.json").read_text())["unit"] == "c"
+    assert json.loads((tmp_path / "deploy" / "config.json").read_text())["robot"]["unit"] == "c"

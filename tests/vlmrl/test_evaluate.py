@@ -81,6 +81,34 @@ def test_the_same_seed_gives_the_same_grid_and_another_seed_another(tmp_path):
     assert runs[0]["color"][0]["perturbation"] != runs[2]["color"][0]["perturbation"]
 
 
+def test_robot_unit_runs_the_policy_on_the_twins_units_after_the_nominal_one(tmp_path, capsys):
+    """`--robot.unit b`: the robot path (LeRobotEnv around the twin of unit b) on the grid's start states, with
+    the nominal unit first; episodes as long as the policy's training episodes unless told."""
+    from sim.units import UNITS
+
+    policy = export(tmp_path)
+    args = ["evaluate", "--policy", str(policy), "--episodes", "2", "--views", "1", "--robot.unit", "b"]
+    assert cli.main([*args, "--max-episode-steps", "3", "--out-dir", str(tmp_path / "u")]) == 0
+    record = json.loads((tmp_path / "u" / "units.json").read_text())
+    assert list(record["rows"]) == ["nominal", "b"]
+    seeds = [e["seed"] for e in record["rows"]["nominal"]]
+    assert seeds == [e["seed"] for e in record["rows"]["b"]] == perturbation_grid.GridSpec(episodes=2).seeds()
+    assert all(e["steps"] == 3 for row in record["rows"].values() for e in row)
+    assert record["units"]["b"]["zero_offset"] == UNITS["b"].zero_offset
+    assert record["units"]["nominal"]["latency_steps"] == 0
+    assert set(record["summary"]["b"]) >= {"success_rate", "vs_nominal", "safety_clips_per_episode"}
+    assert "| b | 2 |" in (tmp_path / "u" / "units.md").read_text() and "| b | 2 |" in capsys.readouterr().out
+    views = np.asarray(Image.open(tmp_path / "u" / "unit_views.png"))
+    nominal_view, unit_view = views[:48, 150:198], views[50:98, 150:198]
+    assert np.abs(nominal_view.astype(int) - unit_view.astype(int)).mean() > 2  # its camera and light
+    assert (tmp_path / "u" / "units" / "b" / "safety.jsonl").is_file()
+    assert not (tmp_path / "u" / "evaluate.json").exists()  # no perturbation grid
+    # Left out, the episode length is the policy's (reach trains on 50-step episodes).
+    assert cli.main([*args, "--episodes", "1", "--views", "0", "--out-dir", str(tmp_path / "v")]) == 0
+    rows = json.loads((tmp_path / "v" / "units.json").read_text())["rows"]
+    assert all(e["steps"] == 50 or e["success"] for row in rows.values() for e in row)
+
+
 def test_success_is_summarised_per_row_and_against_the_nominal_twin():
     def episodes(*successes):
         return [{"success": s, "return": float(s)} for s in successes]
@@ -104,6 +132,7 @@ def test_success_is_summarised_per_row_and_against_the_nominal_twin():
         (["--factors", "gravity"], "unknown factor(s) ['gravity']"),
         (["--perturb", "light", "--episodes", "0"], "--episodes 0: expected at least 1"),
         (["--scorer", "scorer:nope"], "--scorer 'scorer:nope': not a scorer"),
+        (["--robot.unit", "z"], "--robot.unit 'z': unknown unit"),
     ],
 )
 def test_bad_options_fail_in_one_line(tmp_path, capsys, args, message):

@@ -12,7 +12,7 @@ from agents.config import SACConfig
 from agents.export import load_policy
 from agents.sac import SAC
 from buffer import BufferConfig, make_buffer
-from robot.config import SO101_JOINT_KEYS
+from robot.config import SO101_JOINT_KEYS, ArmConfig
 from sim import SimConfig, make_env
 from tests.vlmrl.pipeline_helpers import finetune_config as config
 from vlm.config import AuxRewardConfig, OracleConfig, WorkerConfig
@@ -24,9 +24,10 @@ ROBOT_OBS = {"pixels/front": ((32, 32, 3), np.dtype(np.uint8))} | {
 }
 
 
-def sim_run(tmp_path, obs_spec=ROBOT_OBS, aux_reward=None):
-    """A run directory shaped like `vlmrl train`'s checkpoint, with an agent reading robot keys."""
-    sim_cfg = SimConfig(task="lift", cameras=("front",), image_size=32)
+def sim_run(tmp_path, obs_spec=ROBOT_OBS, aux_reward=None, task="lift", max_episode_steps=None):
+    """A run directory shaped like `vlmrl train`'s checkpoint, with an agent reading robot keys (its scorer
+    the oracle, which finetune never uses: it reads privileged progress)."""
+    sim_cfg = SimConfig(task=task, cameras=("front",), image_size=32, max_episode_steps=max_episode_steps)
     env = make_env(sim_cfg)
     agent = SAC(SACConfig(hidden_dims=(32, 32)), obs_spec, env.action_space)
     env.close()
@@ -50,6 +51,20 @@ def sim_run(tmp_path, obs_spec=ROBOT_OBS, aux_reward=None):
         run / "checkpoint" / "state.pt",
     )
     return run, agent
+
+
+def learned_scorer(tmp_path, task="lift", frames=3):
+    """A `vlmrl scorer fit`-shaped learned scorer file (random weights) for the twin task's prompt, 32 px front
+    frames: a pixel scorer finetune may take its aux reward from."""
+    from sim.so101.tasks import TASKS
+    from vlm.backends.learned import build_net, save_learned
+    from vlm.prompts import prompt_hash, scorer_prompt
+
+    prompt = scorer_prompt(TASKS[task]().description, "learned")
+    meta = dict(camera="front", image_hw=[32, 32], num_frames=frames, width=4, prompt=prompt, labels="random")
+    path = tmp_path / f"student-{task}.pt"
+    save_learned(path, build_net(frames, 4), {**meta, "prompt_hash": prompt_hash(prompt)})
+    return f"scorer:learned --scorer.path {path}"
 
 
 def operator_takes_over_holding_w(monkeypatch) -> None:
@@ -111,7 +126,7 @@ def train_tiny_reach(
 
 def test_finetune_learns_on_the_twin_and_persists_everything(tmp_path):
     run, initial = sim_run(tmp_path)
-    assert finetune.main(config(tmp_path, run)) == 0
+    assert finetune.main(config(tmp_path, run, scorer=learned_scorer(tmp_path))) == 0
     out = tmp_path / "ft"
     lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [m["steps"] for m in lines] == [6, 6]
@@ -132,8 +147,8 @@ def test_finetune_learns_on_the_twin_and_persists_everything(tmp_path):
     )
     assert buf.num_episodes == 2 and buf.num_transitions == 12
     columns = buf.storage.columns()
-    assert any(c.startswith("scores/oracle") for c in columns) and any(
-        c.startswith("aux_reward/oracle") for c in columns
+    assert any(c.startswith("scores/learned") for c in columns) and any(
+        c.startswith("aux_reward/learned") for c in columns
     )
     buf.close()
     policy = load_policy(out / "policy.pt")
@@ -241,7 +256,10 @@ def test_train_and_finetune_give_the_aux_reward_one_weight(tmp_path):
     with pytest.raises(ConfigError, match="one weight"):
         train.main(dataclasses.replace(sim, aux_reward=AuxRewardConfig(kind="scaled", weight=2.0)))
     assert train.main(sim) == 0
-    assert finetune.main(config(tmp_path, tmp_path / "sim", task="reach")) == 0
+    scorer = learned_scorer(
+        tmp_path, "reach"
+    )  # the sim run's oracle reads privileged progress: not on a robot
+    assert finetune.main(config(tmp_path, tmp_path / "sim", task="reach", scorer=scorer)) == 0
     trained = effective_aux_weight(tmp_path / "sim", tmp_path / "sim" / "buffer.zarr", scaled)
     tuned = effective_aux_weight(tmp_path / "ft", tmp_path / "ft" / "buffer.zarr", scaled)
     assert trained == pytest.approx(0.5) and tuned == pytest.approx(0.5)
@@ -278,7 +296,7 @@ def test_a_sim_run_from_an_older_version_is_read_like_a_resume_and_keeps_its_aux
         {"config": train, "agent": agent.state_dict(), "policy_obs_spec": spec},
         run / "checkpoint" / "state.pt",
     )
-    assert finetune.main(config(tmp_path, run)) == 0
+    assert finetune.main(config(tmp_path, run, scorer=learned_scorer(tmp_path))) == 0
     weight = effective_aux_weight(
         tmp_path / "ft", tmp_path / "ft" / "buffer.zarr", AuxRewardConfig(kind="scaled")
     )
@@ -362,3 +380,148 @@ def test_a_joint_delta_run_is_fine_tuned_storing_the_deltas_the_arm_was_sent(tmp
     buf.close()
     assert stored == pytest.approx(np.clip(applied, -1.0, 1.0), abs=1e-5)
     assert stored[:, 1] == pytest.approx(np.full(6, 2.0 / 8.0), abs=1e-5)
+
+
+def scripted(tmp_path, run, **overrides):
+    """finetune on twin reach with the scripted operator: the (untrained) policy stalls for 3 steps under its
+    0.5 m bar, the expert takes over and reaches the target, the operator presses success."""
+    from sim.config import ScriptedOperatorConfig
+
+    operator = ScriptedOperatorConfig(
+        stall_steps=3, stall_m=0.5, takeover_steps=30, budget_steps=30,
+        workspace_min_m=(-1.0, -1.0, -1.0), workspace_max_m=(1.0, 1.0, 1.0),  # no drift: the stall decides
+    )  # fmt: skip
+    base = dict(task="reach", operator="scripted", scripted_operator=operator, wait_for_scores_s=0.0)
+    cfg = config(tmp_path, run, batch_size=4, **(base | overrides))
+    return dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, max_episode_steps=40))
+
+
+def test_the_scripted_operators_keys_and_takeovers_reach_the_buffer_and_the_learner(
+    tmp_path, monkeypatch, capsys
+):
+    """Its success key is the episode's only reward (the twin's status is never read), its takeovers are stored
+    as a person's (intervention flag, the expert's targets as sent), and the updates learn from both."""
+    run, _ = sim_run(tmp_path, task="reach")
+    batches = []
+    real_update = SAC.update
+
+    def recording_update(agent, batch):
+        batches.append((batch.action.copy(), batch.reward.copy()))
+        return real_update(agent, batch)
+
+    monkeypatch.setattr(SAC, "update", recording_update)
+    assert finetune.main(scripted(tmp_path, run)) == 0
+    out = tmp_path / "ft"
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    signals = [json.loads(line) for line in (out / "operator.jsonl").read_text().splitlines()]
+    buf = stored_buffer(out)
+    rows = 0
+    for line, log in zip(lines, signals):
+        n = line["steps"]
+        assert line["success"] and line["keys/success"] == 1 and line["takeovers"] == 1
+        assert [(s["step"], s["key"]) for s in log["signals"]] == [(3, "takeover"), (n - 1, "success")]
+        assert "moved under 0.5 m in 3 steps" in log["signals"][0]["reason"]
+        assert log["intervention_steps"] == line["interventions"] == n - 3
+        steps, infos = rows + np.arange(n), rows + 1 + np.arange(n)  # a step's info is on its next row
+        flags = buf.storage.read("info/intervention", infos)
+        assert flags == pytest.approx([0.0] * 3 + [1.0] * (n - 3))
+        reward = buf.storage.read("reward", steps)
+        assert reward == pytest.approx([0.0] * (n - 1) + [1.0])  # the key's step, and only it
+        assert buf.storage.read("terminated", steps).tolist() == [False] * (n - 1) + [True]
+        success = buf.storage.read("info/success", infos)
+        assert success == pytest.approx(
+            [0.0] * (n - 1) + [1.0]
+        )  # not at the twin's own success, a step earlier
+        rows += n + 1  # the final observation's row
+    buf.close()
+    # The takeovers' actions are the expert's absolute targets as the arm was sent them, and the updates
+    # sample them and the key's reward.
+    actions, mask = stored_actions(out)
+    sampled = np.concatenate([a for a, _ in batches])
+    taken = [np.isclose(actions[mask], row, atol=1e-5).all(axis=-1).any() for row in sampled]
+    assert any(taken)
+    assert lines[1]["updates"] > 0 and any((r == 1.0).any() for _, r in batches)
+    # One line per episode for the person at the arm; the report says where the reward came from.
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("finetune: episode")]
+    assert len(printed) == 2 and "success, return 1.00" in printed[0] and "in 1 takeover," in printed[0]
+    report = (out / "report.md").read_text()
+    assert (
+        "reward: the operator's keys (success: 1, terminal) only: the sim run's scorer is the oracle"
+        in report
+    )
+    assert "operator: scripted" in report and (out / "success_vs_robot_minutes.png").stat().st_size > 0
+    minutes = [line["robot_minutes"] for line in lines]
+    assert minutes == pytest.approx(np.cumsum([line["steps"] for line in lines]) / 20.0 / 60.0)
+
+
+def stored_actions(out_dir):
+    """(actions, intervention mask) of every transition finetune stored in ``out_dir``."""
+    buf = stored_buffer(out_dir)
+    try:
+        actions, mask = [], []
+        for episode in range(buf.num_episodes):
+            start, end = buf.episode_rows(episode)
+            idx = np.arange(start, end - 1)
+            actions.append(buf.storage.read("action", idx))
+            mask.append(buf.storage.read("info/intervention", idx + 1) > 0.5)  # a step's info: next row
+    finally:
+        buf.close()
+    return np.concatenate(actions), np.concatenate(mask)
+
+
+def test_the_reward_never_comes_from_privileged_progress_and_the_report_says_where_it_comes_from(
+    tmp_path, monkeypatch
+):
+    """The sim run's oracle is dropped (keys only), ``--scorer scorer:oracle`` is refused in one line, a pixel
+    scorer adds its aux reward; the env never reads the twin's task status."""
+    from vlmrl.pipelines import common
+
+    run, _ = sim_run(tmp_path)
+    base = config(tmp_path, run)
+    train = finetune.load_sim_run(run)["config"]
+    scorer, words = finetune.reward_scorer(base, train)
+    assert scorer is None and "only: the sim run's scorer is the oracle" in words
+    assert finetune.reward_scorer(dataclasses.replace(base, scorer="none"), train) == (
+        None, "the operator's keys (success: 1, terminal) only (--scorer none)",
+    )  # fmt: skip
+    learned, words = finetune.reward_scorer(dataclasses.replace(base, scorer=learned_scorer(tmp_path)), train)
+    assert learned.kind == "learned" and words.endswith(
+        "+ 0.5 x the aux reward of --scorer (learned) on the clips' pixels"
+    )
+    with pytest.raises(
+        ConfigError, match=r"--scorer 'scorer:oracle' reads the simulator's privileged progress"
+    ):
+        finetune.main(dataclasses.replace(base, scorer="scorer:oracle"))
+    with pytest.raises(ConfigError, match="--operator scripted watches the twin's task"):
+        finetune.main(dataclasses.replace(base, operator="scripted", robot=ArmConfig(type="so101_follower")))
+    assert not (tmp_path / "ft").exists()
+    made = {}
+
+    def spying(*args, **kwargs):
+        made.update(kwargs)
+        return common.make_robot_env(*args, **kwargs)
+
+    monkeypatch.setattr(finetune, "make_robot_env", spying)
+    assert finetune.main(dataclasses.replace(base, episodes=1, scorer="none")) == 0
+    assert made["privileged_status"] is False and made["warn_clips"] is False
+    report = (tmp_path / "ft" / "report.md").read_text()
+    assert "- reward: the operator's keys (success: 1, terminal) only (--scorer none)" in report
+    buf = stored_buffer(tmp_path / "ft")
+    assert not any(c.startswith(("scores/", "aux_reward/")) for c in buf.storage.columns())
+    buf.close()
+
+
+def test_finetune_episodes_are_as_long_as_the_sim_runs_unless_given(tmp_path):
+    run, _ = sim_run(tmp_path, max_episode_steps=4)
+    cfg = config(tmp_path, run, episodes=1, scorer="none")
+    cfg = dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, max_episode_steps=None))
+    assert finetune.main(cfg) == 0
+    line = json.loads((tmp_path / "ft" / "metrics.jsonl").read_text())
+    assert line["steps"] == 4 and line["robot_minutes"] == pytest.approx(4 / 20 / 60)
+    # --robot-minutes stops a resumed run once the whole run has spent them (here 2 more 4-step episodes)
+    more = dataclasses.replace(cfg, resume=True, episodes=50, robot_minutes=12 / 20 / 60)
+    assert finetune.main(more) == 0
+    lines = (tmp_path / "ft" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["episode"] for line in lines] == [0, 1, 2]
+    with pytest.raises(ConfigError, match="--robot-minutes 0"):
+        finetune.main(dataclasses.replace(more, robot_minutes=0.0))

@@ -7,12 +7,13 @@ Pipelines (the verb modules beside this one) import from here, never from each o
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -37,6 +38,8 @@ class RobotEnvConfig:
     """Physics time the twin advances per step (None: ``env.control_hz``)."""
 
 
+RobotConfigT = TypeVar("RobotConfigT", bound=RobotEnvConfig)
+
 _ROBOT_TYPES: ContextVar[dict[str, Any]] = ContextVar("vlmrl_robot_types", default={})  # noqa: B039 - never mutated
 
 
@@ -56,8 +59,14 @@ def make_robot_env(
     out_dir: Path,
     robot_factories: dict[str, Any] | None = None,
     twin_config: Any = None,
+    warn_clips: bool = True,
+    privileged_status: bool = True,
 ) -> Any:
     """Build the LeRobot robot (the twin or a real arm) and wrap it in a `LeRobotEnv`.
+
+    ``warn_clips`` False: the env does not warn about each episode's safety clips (the pipeline prints them
+    in its own line per episode). ``privileged_status`` False: the twin's task status never sets success,
+    progress or the reward, only the operator's keys do, as on a real arm (finetune).
 
     ``robot_factories`` adds robot types (``robot.lerobot_robot.make_robot``): a custom LeRobot ``Robot``
     built from the ``ArmConfig``, without editing the package; so do those of an enclosing
@@ -93,7 +102,14 @@ def make_robot_env(
     env_cfg = env_config_for_arm(env_cfg, cfg.robot.type)
     fk = forward_kinematics if description is not None and description.kinematics == "so101" else None
     out_dir.mkdir(parents=True, exist_ok=True)
-    return LeRobotEnv(robot, env_cfg, forward_kinematics=fk, clip_log=str(out_dir / "safety.jsonl"))
+    return LeRobotEnv(
+        robot,
+        env_cfg,
+        forward_kinematics=fk,
+        clip_log=str(out_dir / "safety.jsonl"),
+        warn_clips=warn_clips,
+        privileged_status=privileged_status,
+    )
 
 
 def check_policy_fits(policy_obs: dict[str, tuple[tuple[int, ...], np.dtype]], env: Any, source: str) -> None:
@@ -139,6 +155,167 @@ def adopt_trained(
     changes[name] = trained
 
 
+PRIVILEGED_KEYS = ("state",)
+"""Observation keys only a simulator has (``state`` holds object poses): no robot provides them."""
+
+
+def refuse_privileged(obs_spec: dict[str, Any], run: dict[str, Any], source: str) -> None:
+    """ConfigError when the policy reads observations only a simulator has."""
+    privileged = [k for k in PRIVILEGED_KEYS if k in obs_spec]
+    if privileged:
+        trained = f" (trained with --policy-obs {run['policy_obs']})" if run.get("policy_obs") else ""
+        raise ConfigError(
+            f"{source} reads the simulator's privileged {privileged[0]!r} vector (object poses){trained}, which "
+            "no robot provides: train it with --policy-obs robot (joint keys and cameras) to deploy it"
+        )
+
+
+def fit_to_policy(cfg: RobotConfigT, run: dict[str, Any], reads_pixels: bool, source: str) -> RobotConfigT:
+    """``cfg`` with the policy's task, cameras, image size, control rate and episode length where ``cfg``
+    left them at their defaults; ConfigError naming the option when ``cfg`` asks for something else than
+    the policy was trained with (or for a policy no arm can run). ``run`` is the policy's run info
+    (``policy_run_info``), ``source`` names the policy in messages."""
+    if not run:
+        return cfg
+    if run.get("suite", "so101") != "so101":
+        raise ConfigError(
+            f"{source} was trained in {run['suite']!r} ({run.get('task')}); deploy, evaluate on twin units and finetune drive SO-101 arms (--sim.suite so101)"
+        )
+    mode = run.get("action_mode", "absolute")
+    if mode not in ("absolute", "delta"):
+        raise ConfigError(
+            f"{source} outputs {mode!r} actions (tool-centre-point moves), which cannot be sent to an arm yet: "
+            "train with --sim.action-mode absolute or delta"
+        )
+    defaults, env_defaults = RobotEnvConfig(), LeRobotEnvConfig()
+    changes: dict[str, Any] = {}
+    env_changes: dict[str, Any] = {}
+    task = run.get("task")
+    if task is not None and cfg.task != task:
+        if cfg.task != defaults.task:
+            raise ConfigError(
+                f"{source} was trained on task {task!r}, not --task {cfg.task!r} (leave --task out to use the policy's)"
+            )
+        changes["task"] = task
+    cameras = tuple(run.get("cameras", ()))
+    if reads_pixels and cfg.robot.cameras == defaults.robot.cameras and cfg.robot.cameras != cameras:
+        changes["robot"] = replace(cfg.robot, cameras=cameras)
+    size = run.get("image_size")
+    if reads_pixels and size is not None:
+        adopt_trained(env_changes, "image_size", cfg.env.image_size, env_defaults.image_size, size, source,
+                      f"on {size} px frames", "--env.image-size", "policy")  # fmt: skip
+    calibration = dict(run.get("camera_calibration") or {})
+    if reads_pixels and calibration:
+        given = cfg.env.camera_calibration
+        wrong = {k: v for k, v in given.items() if k in calibration and calibration[k] != v}
+        if wrong:
+            raise ConfigError(
+                f"{source} was trained through camera calibration {calibration}, not --env.camera-calibration "
+                f"{given}: its frames would look different"
+            )
+        if not given and cfg.robot.type != "sim_so101":  # the twin renders its own cameras
+            env_changes["camera_calibration"] = calibration
+    hz = run.get("control_hz")
+    if hz is not None:
+        twin = cfg.robot.type == "sim_so101" and cfg.twin_control_hz is not None
+        effective = cfg.twin_control_hz if twin else cfg.env.control_hz
+        if effective != hz:
+            if twin or cfg.env.control_hz != env_defaults.control_hz:
+                option = "--twin-control-hz" if twin else "--env.control-hz"
+                raise ConfigError(
+                    f"{source} acts at {hz:g} Hz (trained with --sim.control-hz {hz:g}), not {option} {effective:g}: "
+                    "each action would move the arm for another time (leave it out to use the policy's)"
+                )
+            env_changes["control_hz"] = float(hz)
+    # The dynamics the policy learned: its own anti-windup bound. A policy file from before the bound was
+    # recorded says nothing: unbounded, unless --env.max-windup-deg is given.
+    windup = float(run.get("max_windup_deg", cfg.env.max_windup_deg)) if mode == "delta" else 0.0
+    adopt_trained(env_changes, "max_windup_deg", cfg.env.max_windup_deg, env_defaults.max_windup_deg, windup,
+                  source, f"with --sim.max-windup-deg {windup:g}", "--env.max-windup-deg", "policy")  # fmt: skip
+    if cfg.env.max_episode_steps is None:  # a late success must count as it counted in training
+        env_changes["max_episode_steps"] = training_episode_steps(run)
+    if env_changes:
+        changes["env"] = replace(cfg.env, **env_changes)
+    return replace(cfg, **changes) if changes else cfg
+
+
+def describe_run(run: dict[str, Any]) -> str:
+    """One line of how a policy was trained, for the terminal."""
+    if not run:
+        return "policy file without training settings (written before they were recorded): deploy's options apply"
+    cameras = ", ".join(run.get("cameras", ())) or "no cameras"
+    return (
+        f"policy trained by {run.get('source', '?')} on {run.get('suite')} {run.get('task')!r}: observes "
+        f"{run.get('policy_obs')} ({cameras}, {run.get('image_size')} px), {run.get('action_mode')} actions at "
+        f"{run.get('control_hz'):g} Hz"
+    )
+
+
+def training_episode_steps(run: dict[str, Any]) -> int | None:
+    """Steps of the policy's training episodes (``policy_run_info``); a file from before they were recorded:
+    the task's default (what ``vlmrl train`` used unless ``--sim.max-episode-steps`` was given); None when
+    neither is known."""
+    if run.get("max_episode_steps"):
+        return int(run["max_episode_steps"])
+    return task_default_steps(run.get("suite", "so101"), run.get("task"))
+
+
+def warm_up(policy: Any, calls: int) -> None:
+    """Run the policy ``calls`` times on zeros of its observation spec."""
+    dummy = {k: np.zeros(shape, dtype) for k, (shape, dtype) in policy.obs_spec.items()}
+    for _ in range(calls):
+        policy(dummy)
+
+
+def run_policy_episode(
+    env: Any, policy: Any, seed: int, delta_scale: list[float] | None, video_key: str | None = None
+) -> tuple[dict[str, Any], list[np.ndarray]]:
+    """One episode of an exported ``policy`` on a robot env (a ``LeRobotEnv``) from reset seed ``seed``; a
+    joint-delta policy's actions go through ``env.delta_targets(action, delta_scale)``, a non-finite action
+    holds the last safe command.
+
+    Returns:
+        ``return``, ``success``, ``steps``, ``policy_non_finite`` (actions held) and ``safety_clips`` (this
+        episode's clipped commands by reason), and the ``video_key`` frames (empty without one).
+    """
+    frames: list[np.ndarray] = []
+    clips: Counter[str] = Counter()
+    obs, info = env.reset(seed=seed)
+    total, steps, held, done = 0.0, 0, 0, False
+    while not done:
+        if video_key in obs:
+            frames.append(obs[video_key])
+        action = np.asarray(policy(obs), dtype=np.float32)
+        if not np.all(np.isfinite(action)):
+            held += 1  # the policy misbehaved: keep the last safe command
+            action = np.asarray(list((env.safety.last_command or env.measured).values()), np.float32)
+        elif delta_scale is not None:
+            action = env.delta_targets(action, delta_scale)
+        obs, reward, terminated, truncated, info = env.step(action)
+        clips.update(reason.split(":")[0] for reason in info.get("safety", ()))
+        total += float(reward)
+        steps += 1
+        done = terminated or truncated
+    if video_key in obs:
+        frames.append(obs[video_key])
+    result = {
+        "return": total,
+        "success": bool(info["success"]),
+        "steps": steps,
+        "policy_non_finite": held,
+        "safety_clips": dict(sorted(clips.items())),
+    }
+    return result, frames
+
+
+def clip_counts_line(clips: dict[str, int]) -> str:
+    """Safety clips as one short phrase: "no safety clips" or "12 safety clips (max_step 9, workspace 3)"."""
+    total = sum(clips.values())
+    if not total:
+        return "no safety clips"
+    return f"{total} safety clips ({', '.join(f'{k} {v}' for k, v in sorted(clips.items()))})"
+
+
 def write_config(cfg: Any, out_dir: Path) -> None:
     """Write the resolved config as ``out_dir/config.json``."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -167,12 +344,29 @@ def open_episode_store(
     return make_buffer(buffer_cfg, obs_spec, action_dim, info_keys, path=str(store))
 
 
+def episode_steps_of(sim: Any) -> int | None:
+    """Steps of a sim config's episodes: its ``max_episode_steps``, else the SO-101 task's default (None for
+    other suites' defaults)."""
+    if sim.max_episode_steps:
+        return int(sim.max_episode_steps)
+    return task_default_steps(sim.suite, sim.task)
+
+
+def task_default_steps(suite: str, task: str | None) -> int | None:
+    """The default episode length of an SO-101 twin task (None for other suites or unknown tasks)."""
+    from sim.so101.tasks import TASKS
+
+    if suite == "so101" and task in TASKS:
+        return int(TASKS[task]().default_max_steps)
+    return None
+
+
 def policy_run_info(sim: Any, policy_obs: str, source: str = "vlmrl train") -> dict[str, Any]:
     """What ``agents.export.export_policy(..., run=...)`` stores for a policy trained in ``sim`` (a SimConfig).
 
     Plain JSON data: the suite, task, what the policy observes (``policy_obs``, cameras, their calibration
-    ids and crop, image size), the control rate, the action mode with its scales, and the domain
-    randomisation it was trained under.
+    ids and crop, image size), the control rate, the action mode with its scales, the episode length and
+    the domain randomisation it was trained under.
     """
     return {
         "source": source,
@@ -189,5 +383,6 @@ def policy_run_info(sim: Any, policy_obs: str, source: str = "vlmrl train") -> d
         "max_delta_deg": sim.max_delta_deg,
         "max_delta_gripper": sim.max_delta_gripper,
         "max_windup_deg": getattr(sim, "max_windup_deg", 0.0),
+        "max_episode_steps": episode_steps_of(sim),
         "randomize": asdict(sim.randomize) if hasattr(sim, "randomize") else None,
     }

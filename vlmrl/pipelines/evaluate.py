@@ -10,6 +10,12 @@ with perturbations 1 to 1.5 times the preset's ranges from a seed stream trainin
 ``out_dir``: ``evaluate.md`` (the table), ``evaluate.json`` (per row and per episode, the draws included),
 ``perturbed_views.png`` (the first frame of each row's episodes) and ``config.json``. ``--scorer`` (any
 scorer, written as after ``vlmrl score EPISODES``) adds the scorer's ROC-AUC on each row's frames.
+
+    vlmrl evaluate --policy runs/train/policy.pt --robot.unit b c      # the twin's units instead of the grid
+
+``--robot.unit`` runs the policy on the twin robot of each hardware-like unit (``sim.units``; ``all``: every
+one) and of the nominal unit, through the safety layer as ``vlmrl deploy --robot.unit`` runs it, on the
+grid's start states (``vlmrl.unit_evaluation``): ``units.md``, ``units.json`` and ``unit_views.png``.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import tyro
 
 from vlmrl.errors import ConfigError
 from vlmrl.perturbation_grid import GridSpec, markdown_table, run_grid, write_grid
@@ -42,7 +50,7 @@ class Config:
     seed: int = 0
     """Picks the grid's start states and draws; the same seed gives the same grid."""
     max_episode_steps: int | None = None
-    """Steps before truncation; None: the task's default."""
+    """Steps before truncation; None: as long as the policy's training episodes."""
     calibration_dir: str | None = None
     """Calibration files of a policy trained through calibrated cameras (None: the default place)."""
     views: int = 4
@@ -59,6 +67,9 @@ class Config:
     """With --scorer: frames per window (as ``vlmrl score``)."""
     clip_stride: int = 2
     """With --scorer: steps between a window's frames."""
+    units: Annotated[tuple[str, ...], tyro.conf.arg(name="robot.unit")] = ()
+    """Twin units (``sim.units``: a, b, c, d, e, or all) to run the policy on instead of the perturbation
+    grid, each after the nominal unit, through the safety layer as ``vlmrl deploy --robot.unit`` does."""
 
 
 def sim_config_for(run: dict[str, Any], cfg: Config) -> Any:
@@ -75,13 +86,13 @@ def sim_config_for(run: dict[str, Any], cfg: Config) -> Any:
             f"policy {cfg.policy} was trained in {run['suite']!r}; perturbed evaluation runs the SO-101 twin only"
         )
     stored = stored_sim_settings(run)
-    keys = {f.name for f in dataclasses.fields(SimConfig)} & set(stored) - {"suite"}
+    keys = {f.name for f in dataclasses.fields(SimConfig)} & set(stored) - {"suite", "max_episode_steps"}
     settings = {k: stored[k] for k in keys}
     settings["cameras"] = tuple(settings.get("cameras", ()))
     settings["camera_calibration"] = dict(settings.get("camera_calibration") or {})
     return SimConfig(
         suite="so101",
-        max_episode_steps=cfg.max_episode_steps,
+        max_episode_steps=cfg.max_episode_steps or run.get("max_episode_steps"),
         calibration_dir=cfg.calibration_dir,
         **settings,
     )
@@ -116,6 +127,8 @@ def main(cfg: Config) -> int:
             f"--clip-length {cfg.clip_length} / --clip-stride {cfg.clip_stride}: expected at least 1"
         )
     spec = grid_spec(cfg)
+    if cfg.units:
+        return evaluate_units(cfg, spec)
     grid_rows(spec)  # an unknown preset or factor fails before anything is loaded
     scorer_cfg = None
     if cfg.scorer is not None:
@@ -159,5 +172,39 @@ def main(cfg: Config) -> int:
             scorer.close()
     outputs = write_grid(result, spec, cfg.out_dir, "evaluate", {"policy": str(cfg.policy)})
     print(markdown_table(result.summary, spec))
+    print("vlmrl evaluate: " + ", ".join(str(p) for p in outputs))
+    return 0
+
+
+def evaluate_units(cfg: Config, spec: GridSpec) -> int:
+    """``--robot.unit``: the policy on the twin's units (``vlmrl.unit_evaluation``); returns 0."""
+    from agents.export import load_policy
+    from vlmrl.unit_evaluation import markdown_table as units_table
+    from vlmrl.unit_evaluation import run_units, unit_names, write_units
+
+    names = unit_names(cfg.units)
+    if cfg.scorer is not None:
+        raise ConfigError(
+            "--scorer measures a scorer on the perturbation grid; leave --robot.unit out for it"
+        )
+    if not cfg.policy.is_file():
+        raise ConfigError(f"--policy {cfg.policy}: no such file")
+    import torch
+
+    torch.set_num_threads(cfg.torch_threads)
+    policy = load_policy(cfg.policy)
+    sim_config_for(
+        policy.run, cfg
+    )  # refuses a policy file without its training settings, or of another suite
+    write_config(cfg, cfg.out_dir)
+    seeds = spec.seeds()
+    result = run_units(
+        policy, f"policy {cfg.policy}", names, seeds, cfg.max_episode_steps, cfg.views, cfg.out_dir,
+        on_unit=lambda name, episodes: logger.info(
+            "unit %s: success %d/%d", name, sum(e["success"] for e in episodes), len(episodes)
+        ),
+    )  # fmt: skip
+    outputs = write_units(result, seeds, cfg.out_dir, {"policy": str(cfg.policy)})
+    print(units_table(result, seeds))
     print("vlmrl evaluate: " + ", ".join(str(p) for p in outputs))
     return 0

@@ -21,6 +21,28 @@ Each arm's clipped commands go to ``out_dir/arm-<i>/safety.jsonl``. The keyboard
 keys reach every actor (escape stops them all); takeovers of one arm need that arm's leader
 (``--teleop leader`` and ``leader_port`` per arm).
 
+On the twin, ``--operator scripted`` puts the twin's scripted operator at the arm (``sim.scripted_operator``):
+it presses success when the task holds, and failure when the policy is hopelessly stuck, and takes over with
+the twin's expert when the policy stalls or drifts out of the workspace, within a budget of takeover steps
+per episode; its keys and takeovers take the keyboard's path (stored and learned from as a person's), and
+its signals go to ``out_dir/operator.jsonl``, one line per episode. With ``--robot.unit`` the twin is one of
+its hardware-like units (``sim.units``), a stand-in for an arm the policy never saw::
+
+    vlmrl finetune --from runs/train/so101-lift --robot.unit b --operator scripted --episodes 200
+
+The reward is the robot's, never the simulator's: the operator's success key (1, terminal) plus, if
+there is one, the aux reward of a pixel scorer: ``--scorer 'scorer:learned --scorer.path student.pt'``, or
+by default the sim run's scorer when it reads pixels (a VLM); the oracle, which reads the simulator's
+privileged progress, is never used (a run trained with it fine-tunes on the keys alone). The env does not
+read the twin's task status either (``privileged_status=False``). ``report.md`` says which reward the run
+used and shows ``success_vs_robot_minutes.png``: success (and interventions) per episode against robot
+minutes, steps over the control rate. Each episode prints one line: its outcome, return, steps,
+intervention steps and takeovers, safety clips by reason.
+
+Episodes are as long as the sim run's training episodes unless ``--env.max-episode-steps`` is given, and
+the task, cameras, image size and control rate follow the sim run as in ``vlmrl deploy``
+(``vlmrl.pipelines.common.fit_to_policy``).
+
 An offline run (``vlmrl train --offline DATA --policy-obs robot`` on the arm's recordings) starts it too:
 its IQL networks are handed over to SAC (``agents.handover``, ``vlmrl.offline_handover``).
 
@@ -63,7 +85,7 @@ import tyro
 
 from buffer.config import BufferConfig
 from robot.config import ArmConfig
-from sim.config import joint_delta_scale
+from sim.config import ScriptedOperatorConfig, joint_delta_scale
 from vlm.config import WorkerConfig
 from vlmrl.checkpoint import checkpoint_dir, load_checkpoint, save_checkpoint
 from vlmrl.env_actor import POLICY_VERSION_KEY
@@ -73,8 +95,10 @@ from vlmrl.pipelines.common import (
     RobotEnvConfig,
     adopt_trained,
     check_policy_fits,
+    fit_to_policy,
     make_robot_env,
     open_episode_store,
+    policy_run_info,
     write_config,
 )
 from vlmrl.robot_actor import RobotKit, RobotSide, describe_env
@@ -98,9 +122,14 @@ class Config(RobotEnvConfig):
     """Run directory of ``vlmrl train`` holding checkpoint/state.pt, or of ``vlmrl train --offline`` (its
     IQL agent handed over to SAC; trained with ``--policy-obs robot`` on a robot's recordings)."""
     out_dir: Path = Path("runs/finetune")
-    """Holds buffer.zarr, checkpoint/, policy.pt, metrics.jsonl, safety.jsonl and config.json."""
+    """Holds buffer.zarr, checkpoint/, policy.pt, metrics.jsonl, safety.jsonl, config.json, report.md with
+    success_vs_robot_minutes.png, and with the scripted operator operator.jsonl."""
     episodes: int = 10
     """Episodes to run on the robot."""
+    robot_minutes: float | None = None
+    """Stop once the run (with what it ran before a ``--resume``) has spent this many robot minutes (steps over
+    the control rate), or after ``--episodes``, whichever comes first; None: episodes only. How to evaluate
+    every N robot minutes: resume with ``--robot-minutes`` N, 2N, ... and deploy policy.pt in between."""
     seed: int = 0
     """Seed of the first episode (the twin places its objects from it)."""
     buffer: BufferConfig = field(default_factory=lambda: BufferConfig(storage="zarr", capacity_steps=50_000))
@@ -115,8 +144,21 @@ class Config(RobotEnvConfig):
     (``agents.sim_to_robot``)."""
     worker: WorkerConfig = field(default_factory=WorkerConfig)
     """Async VLM scoring worker."""
+    operator: Literal["person", "scripted"] = "person"
+    """Who watches the arm and presses the keys: a person (the keyboard's operator keys; takeovers drive with
+    ``--teleop``), or on the twin the scripted operator (``sim.scripted_operator``: success and failure from
+    the task's outcome, takeovers with the twin's expert when the policy stalls or drifts away)."""
+    scripted_operator: ScriptedOperatorConfig = field(default_factory=ScriptedOperatorConfig)
+    """With ``--operator scripted``: when it takes over (stall, workspace), for how long, its budget per
+    episode (0: keys only, no takeovers)."""
+    scorer: str | None = None
+    """A pixel scorer whose clip scores add an aux reward to the keys' (and set priorities), written as after
+    `vlmrl score EPISODES`, e.g. ``'scorer:learned --scorer.path student.pt'``; ``none``: the keys alone. Not
+    given: the sim run's scorer unless it reads privileged sim state (the oracle: then the keys alone)."""
+    aux_reward_weight: float | None = None
+    """Weight of the scorer's aux reward in the reward (None: the sim run's ``aux_reward_weight``)."""
     teleop: Literal["keyboard", "leader"] = "keyboard"
-    """Who drives during an intervention."""
+    """Who drives during a person's intervention."""
     leader_port: str | None = None
     """Leader arm port for ``--teleop leader``."""
     wait_for_scores_s: float = 0.0
@@ -201,13 +243,15 @@ def make_sim_scorer(train: Any, from_run: Path, prompt: str) -> Any:
     return scorer
 
 
-def fit_to_sim_run(cfg: Config, train: Any) -> Config:
-    """``cfg`` with the sim run's image size and anti-windup bound where ``--env.image-size`` and
-    ``--env.max-windup-deg`` were left at their defaults.
+def fit_to_sim_run(cfg: Config, train: Any, offline: bool = False) -> Config:
+    """``cfg`` with the sim run's task, cameras, image size, control rate, episode length and anti-windup
+    bound where they were left at their defaults, as ``vlmrl deploy`` fits a policy file
+    (``vlmrl.pipelines.common.fit_to_policy``); an ``offline`` run (recordings, not the twin) gives only its
+    image size and bound.
 
     Raises:
-        ConfigError: ``--env.image-size`` or ``--env.max-windup-deg`` given and not the run's, or a run whose
-            actions are neither joint targets nor joint deltas (``--sim.action-mode ee_delta``).
+        ConfigError: an option given and not the run's, or a run whose actions are neither joint targets nor
+            joint deltas (``--sim.action-mode ee_delta``).
     """
     from robot.config import LeRobotEnvConfig
 
@@ -217,15 +261,65 @@ def fit_to_sim_run(cfg: Config, train: Any) -> Config:
             f"{cfg.from_run} was trained with --sim.action-mode {sim.action_mode}, but finetune sends the agent's "
             "actions to the arm as joint targets or joint deltas: train with --sim.action-mode absolute or delta"
         )
+    source = str(cfg.from_run)
+    if not offline:
+        run = policy_run_info(sim, "robot")
+        return fit_to_policy(cfg, run, bool(sim.cameras), source)
     defaults, changes = LeRobotEnvConfig(), {}
     windup = float(sim.max_windup_deg) if sim.action_mode == "delta" else 0.0
-    source = str(cfg.from_run)
     adopt_trained(changes, "max_windup_deg", cfg.env.max_windup_deg, defaults.max_windup_deg, windup, source,
                   f"with --sim.max-windup-deg {windup:g}", "--env.max-windup-deg", "run")  # fmt: skip
     if sim.cameras:
         adopt_trained(changes, "image_size", cfg.env.image_size, defaults.image_size, sim.image_size, source,
                       f"on {sim.image_size} px frames", "--env.image-size", "run")  # fmt: skip
     return dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, **changes)) if changes else cfg
+
+
+def control_hz_of(cfg: Config) -> float:
+    """Control periods per second of the arm: on the twin the physics time a step advances
+    (``--twin-control-hz``, else ``--env.control-hz``), on a real arm the loop's rate."""
+    if cfg.robot.type == "sim_so101" and cfg.twin_control_hz:
+        return float(cfg.twin_control_hz)
+    return float(cfg.env.control_hz)
+
+
+def reward_scorer(cfg: Config, train: Any) -> tuple[Any, str]:
+    """The scorer config whose aux reward joins the keys' reward (None: the keys alone) and, in words, where
+    the reward comes from (for the terminal and report.md).
+
+    Raises:
+        ConfigError: ``--scorer`` that does not parse, or one that reads privileged sim state (the oracle).
+    """
+    keys = "the operator's keys (success: 1, terminal)"
+    if cfg.scorer is not None and cfg.scorer.strip().lower() == "none":
+        return None, f"{keys} only (--scorer none)"
+    if cfg.scorer is not None:
+        from vlmrl.scorer_eval import parse_scorer
+
+        scorer = parse_scorer(cfg.scorer, "--scorer")
+        if scorer.kind == "oracle":
+            raise ConfigError(
+                f"--scorer {cfg.scorer!r} reads the simulator's privileged progress, which a robot does not have: "
+                "give a pixel scorer such as 'scorer:learned --scorer.path student.pt', or none"
+            )
+        origin = "--scorer"
+    elif train.scorer.kind == "oracle":
+        return None, (
+            f"{keys} only: the sim run's scorer is the oracle, which reads privileged progress (give --scorer "
+            "'scorer:learned --scorer.path student.pt' for a pixel scorer)"
+        )
+    else:
+        scorer, origin = train.scorer, "the sim run's scorer"
+    weight = aux_weight_of(cfg, train)
+    return scorer, f"{keys} + {weight:g} x the aux reward of {origin} ({scorer.kind}) on the clips' pixels"
+
+
+def aux_weight_of(cfg: Config, train: Any) -> float:
+    """The aux reward's weight: ``--aux-reward-weight``, else the sim run's."""
+    weight = cfg.aux_reward_weight if cfg.aux_reward_weight is not None else train.aux_reward_weight
+    if weight < 0:
+        raise ConfigError(f"--aux-reward-weight {weight}: expected 0 or more")
+    return float(weight)
 
 
 def main(cfg: Config) -> int:
@@ -249,17 +343,22 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     from agents.sac import SAC
     from agents.sim_to_robot import estimate_dim_of, load_sim_into_robot_sac
     from robot.signals import interrupt_on_signals
-    from vlm import scorer_prompt
+    from vlmrl.finetune_report import write_report
+    from vlmrl.offline import is_offline_run
 
     if cfg.episodes < 1:
         raise ConfigError(f"--episodes {cfg.episodes}: expected at least 1")
+    if cfg.robot_minutes is not None and not cfg.robot_minutes > 0:
+        raise ConfigError(f"--robot-minutes {cfg.robot_minutes}: expected a positive number of minutes")
     check_actor_settings(cfg)
+    check_operator(cfg)
     torch.set_num_threads(cfg.torch_threads)
     state = load_sim_run(cfg.from_run)
     train = state["config"]
     if cfg.critic_warmup_updates < 0:
         raise ConfigError(f"--critic-warmup-updates {cfg.critic_warmup_updates}: expected 0 or more")
-    cfg = fit_to_sim_run(cfg, train)
+    cfg = fit_to_sim_run(cfg, train, offline=is_offline_run(cfg.from_run))
+    scorer_cfg, reward_words = reward_scorer(cfg, train)
     obs_spec = policy_obs_spec(state)  # the policy's robot keys, never the privileged state
     action_space: Any = action_space_of(state)  # the units the agent was trained in; the safety layer clips
     resumed = load_finetune_checkpoint(cfg)
@@ -287,16 +386,26 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         if cfg.actors
         else one_arm(cfg, obs_spec, new, robot_factories, delta_scale_of(train.sim))
     )
+    control_hz = control_hz_of(cfg)
+    facts = {
+        "from_run": str(cfg.from_run),
+        "robot": describe_robot(cfg),
+        "operator": describe_operator(cfg),
+        "reward": reward_words,
+        "control_hz": control_hz,
+    }
+    print(f"finetune: reward from {reward_words}")
     with interrupt_on_signals(), arms as (side, source_for):
         camera = f"pixels/{side.cameras[0]}" if side.cameras else ""
-        prompt = train.prompt or scorer_prompt(side.task_description, train.scorer.kind)  # as train builds it
-        scorer = make_sim_scorer(train, cfg.from_run, prompt)
+        with new.removed_on_failure():
+            scorer, prompt = open_scorer(cfg, train, scorer_cfg, side, camera)
+        weight = aux_weight_of(cfg, train) if scorer is not None else 0.0
         buffer_cfg = dataclasses.replace(
             cfg.buffer,
             storage="zarr",
             clip_camera=cfg.buffer.clip_camera or camera,
-            aux_reward_scorer=scorer.scorer_id if train.aux_reward_weight > 0 else "",
-            aux_reward_weight=train.aux_reward_weight,
+            aux_reward_scorer=scorer.scorer_id if scorer is not None and weight > 0 else "",
+            aux_reward_weight=weight,
             gamma=train.buffer.gamma,
             n_step=train.buffer.n_step,
         )
@@ -304,6 +413,9 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
             "task_description": side.task_description,
             "control_hz": cfg.env.control_hz,
             "robot_type": cfg.robot.type,
+            "robot_unit": cfg.robot.unit,
+            "operator": cfg.operator,
+            "reward": reward_words,
             "action_keys": list(side.action_keys),
             "cameras": list(side.cameras),
             "from_run": str(cfg.from_run),
@@ -311,14 +423,20 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         store = cfg.out_dir / "buffer.zarr"
         info_keys = INFO_KEYS + ((POLICY_VERSION_KEY,) if cfg.actors else ())
         with new.removed_on_failure():
-            buffer = open_episode_store(
-                store, buffer_cfg, side.obs_spec, side.action_dim, info_keys, record_attrs
-            )
+            try:
+                buffer = open_episode_store(
+                    store, buffer_cfg, side.obs_spec, side.action_dim, info_keys, record_attrs
+                )
+            except BaseException:
+                if scorer is not None:
+                    scorer.close()
+                raise
         loop = LoopState()
         if resumed:
             if buffer.num_episodes != resumed["num_episodes_committed"]:
                 buffer.close()
-                scorer.close()
+                if scorer is not None:
+                    scorer.close()
                 raise ConfigError(
                     f"--resume: {store} holds {buffer.num_episodes} episodes but the checkpoint in {cfg.out_dir} "
                     f"was taken at {resumed['num_episodes_committed']}; the store changed after the checkpoint"
@@ -326,10 +444,12 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
             buffer.load_state_dict(resumed["buffer"])
             loop = dataclasses.replace(resumed["loop"])
         write_config(cfg, cfg.out_dir)
-        aux = aux_reward_for(train.aux_reward, train.aux_reward_weight, buffer_cfg.gamma)
-        link = ScoringLink(buffer, scorer, prompt, cfg.worker, aux, wait_s=cfg.wait_for_scores_s)
-        if resumed and resumed.get("scoring") is not None:
-            link.load_state_dict(resumed["scoring"])
+        link = None
+        if scorer is not None:
+            aux = aux_reward_for(train.aux_reward, weight, buffer_cfg.gamma)
+            link = ScoringLink(buffer, scorer, prompt, cfg.worker, aux, wait_s=cfg.wait_for_scores_s)
+            if resumed and resumed.get("scoring") is not None:
+                link.load_state_dict(resumed["scoring"])
         plan = UpdatePlan(
             batch_size=cfg.batch_size or train.batch_size,
             utd_ratio=train.agent.utd_ratio,
@@ -341,43 +461,116 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         learner = Learner(agent, buffer, link, plan, loop, np.random.default_rng(cfg.seed))
         episodes = source_for(buffer)
         stop_at = loop.episode + cfg.episodes
-        metrics_path = cfg.out_dir / "metrics.jsonl"
+
+        def done() -> bool:
+            spent = loop.step / control_hz / 60.0
+            return loop.episode >= stop_at or (cfg.robot_minutes is not None and spent >= cfg.robot_minutes)
 
         def after_episode(stats: dict[str, Any]) -> None:
-            stats = {
-                "return": stats["return"],
-                "success": bool(stats["success"]),
-                "steps": int(stats["length"]),
-                "interventions": int(stats["interventions"]),
-                **{
-                    k: v
-                    for k, v in stats.items()
-                    if k not in ("return", "success", "length", "interventions")
-                },
-                "episode": loop.episode - 1,
-                "scored": int(stats.get("scorer/scored", 0)),
-                "transitions": buffer.num_transitions,
-            }
-            with metrics_path.open("a") as f:
-                f.write(json.dumps(stats, default=float) + "\n")
+            stats = episode_record(stats, loop, buffer, control_hz)
+            log_episode(cfg.out_dir, stats)
             save_checkpoint(
                 cfg.out_dir, checkpoint_state(cfg, train, agent, buffer, loop, link, obs_spec), buffer
             )
             last.clear()
             last.update(stats)
-            print(
-                f"finetune: episode {stats['episode']}: return {stats['return']:.2f} success {stats['success']} "
-                f"steps {stats['steps']}"
-            )
 
         try:
-            learner.run(episodes, until=lambda: loop.episode >= stop_at, after_episode=after_episode)
+            learner.run(episodes, until=done, after_episode=after_episode)
         finally:
-            link.close()  # drains the queued clips (up to 30 s), stops the worker, closes the scorer
+            if link is not None:
+                link.close()  # drains the queued clips (up to 30 s), stops the worker, closes the scorer
             buffer.close()
+            write_report(cfg.out_dir, facts)
         export_policy(agent, cfg.out_dir / "policy.pt", run=sim_policy_run_info(cfg.from_run))
-    print(f"finetune: {cfg.episodes} episode(s) -> {cfg.out_dir / 'policy.pt'}")
+    print(
+        f"finetune: {loop.episode} episode(s) in all, {loop.step / control_hz / 60.0:.1f} robot minutes -> "
+        f"{cfg.out_dir / 'policy.pt'}, {cfg.out_dir / 'report.md'}"
+    )
     return last
+
+
+def episode_record(stats: dict[str, Any], loop: LoopState, buffer: Any, control_hz: float) -> dict[str, Any]:
+    """One episode's line of ``metrics.jsonl``: the source's stats in plain types, the episode number, the
+    robot minutes so far (every step collected, over the control rate), scored clips and transitions."""
+    rest = {k: v for k, v in stats.items() if k not in ("return", "success", "length", "interventions")}
+    return {
+        "return": stats["return"],
+        "success": bool(stats["success"]),
+        "steps": int(stats["length"]),
+        "interventions": int(stats["interventions"]),
+        **rest,
+        "episode": loop.episode - 1,
+        "robot_minutes": loop.step / control_hz / 60.0,
+        "scored": int(stats.get("scorer/scored", 0)),
+        "transitions": buffer.num_transitions,
+    }
+
+
+def log_episode(out_dir: Path, stats: dict[str, Any]) -> None:
+    """Append the episode to ``metrics.jsonl`` (its operator's signals to ``operator.jsonl``) and print its
+    line."""
+    from vlmrl.finetune_report import episode_line
+
+    operator = stats.pop("operator", None)
+    with (out_dir / "metrics.jsonl").open("a") as f:
+        f.write(json.dumps(stats, default=float) + "\n")
+    if operator is not None:
+        with (out_dir / "operator.jsonl").open("a") as f:
+            f.write(json.dumps({"episode": stats["episode"], **operator}, default=float) + "\n")
+    print(episode_line(stats))
+
+
+def open_scorer(cfg: Config, train: Any, scorer_cfg: Any, side: RobotSide, camera: str) -> tuple[Any, str]:
+    """The reward's scorer (None: the keys alone) and its prompt: the sim run's own through its score
+    calibration, or ``--scorer``'s, checked against the clips' camera and frame size when it declares them."""
+    from vlm import make_scorer, scorer_prompt
+
+    if scorer_cfg is None:
+        return None, ""
+    if cfg.scorer is None:  # the sim run's
+        prompt = train.prompt or scorer_prompt(side.task_description, train.scorer.kind)  # as train builds it
+        return make_sim_scorer(train, cfg.from_run, prompt), prompt
+    prompt = scorer_prompt(side.task_description, scorer_cfg.kind)
+    scorer = make_scorer(scorer_cfg)
+    check = getattr(scorer, "check_source", None)
+    if check is not None and camera:
+        try:
+            check(camera.removeprefix("pixels/"), side.obs_spec[camera][0][:2])
+        except BaseException:
+            scorer.close()
+            raise
+    return scorer, prompt
+
+
+def check_operator(cfg: Config) -> None:
+    """One-line ConfigError for an operator that cannot run as asked."""
+    if cfg.operator == "scripted" and cfg.robot.type != "sim_so101":
+        raise ConfigError(
+            f"--operator scripted watches the twin's task and drives with its expert: it needs --robot.type "
+            f"sim_so101, not {cfg.robot.type} (a person operates a real arm: --operator person)"
+        )
+    if cfg.operator == "scripted" and cfg.teleop == "leader":
+        raise ConfigError("--operator scripted takes over with the twin's expert: leave --teleop leader out")
+
+
+def describe_robot(cfg: Config) -> str:
+    """The arm in words, for report.md."""
+    if cfg.robot.type == "sim_so101":
+        return f"the twin (sim_so101), unit {cfg.robot.unit or 'nominal'} (sim.units), task {cfg.task}"
+    return f"{cfg.robot.type} on {cfg.robot.port} (id {cfg.robot.id})"
+
+
+def describe_operator(cfg: Config) -> str:
+    """Who pressed the keys, in words, for report.md."""
+    if cfg.operator == "scripted":
+        o = cfg.scripted_operator
+        return (
+            f"scripted (sim.scripted_operator): takeovers with the twin's expert after a stall ({o.stall_steps} "
+            f"steps under {o.stall_m:g} m) or a drift out of the workspace, {o.takeover_steps} steps each, at "
+            f"most {o.budget_steps} per episode; signals per episode in operator.jsonl"
+        )
+    return f"a person (keyboard keys; takeovers with the {cfg.teleop})"
 
 
 SourceFor = Callable[[Any], Any]
@@ -391,6 +584,30 @@ def make_teleop(cfg: Config, env: Any) -> Any:
     if cfg.teleop == "leader":
         return LeaderArm(leader_type_for(cfg.robot.type), cfg.leader_port)
     return KeyboardJog(env.action_keys, dict.fromkeys(env.action_keys, 2.0))
+
+
+def make_operator(cfg: Config, env: Any) -> tuple[Any, Any]:
+    """The operator's keys and who drives its takeovers: the twin's scripted operator (both), or the
+    keyboard's operator keys and ``make_teleop``'s driver."""
+    from robot.teleop import OperatorKeys
+
+    if cfg.operator == "scripted":
+        from sim.scripted_operator import ScriptedOperator
+
+        operator = ScriptedOperator(env.robot, cfg.scripted_operator)
+        return operator, operator
+    keys = OperatorKeys()
+    try:
+        return keys, make_teleop(cfg, env)
+    except BaseException:
+        keys.close()
+        raise
+
+
+def open_robot_env(cfg: Config, out_dir: Path, robot_factories: dict[str, Any] | None) -> Any:
+    """The arm's env as finetune runs it: success only from the operator's keys (never the twin's privileged
+    task status), safety clips counted in the episode's line instead of a warning of the env's."""
+    return make_robot_env(cfg, out_dir, robot_factories, warn_clips=False, privileged_status=False)
 
 
 def delta_scale_of(sim: Any) -> list[float] | None:
@@ -410,15 +627,12 @@ def one_arm(
 ) -> Iterator[tuple[RobotSide, SourceFor]]:
     """The arm in this process: its env (checked against the policy), operator keys and teleop;
     ``delta_scale`` for a joint-delta policy (``vlmrl.sources.RobotEpisodes``)."""
-    from robot.teleop import OperatorKeys
-
     with new.removed_on_failure():
-        env = make_robot_env(cfg, cfg.out_dir, robot_factories)
+        env = open_robot_env(cfg, cfg.out_dir, robot_factories)
     with env:
         with new.removed_on_failure():
             check_policy_fits(obs_spec, env, f"the policy of {cfg.from_run}")
-        keys = OperatorKeys()
-        teleop = make_teleop(cfg, env)
+            keys, teleop = make_operator(cfg, env)
         try:
             yield (
                 describe_env(env),
@@ -446,12 +660,10 @@ class ArmActorConfig:
 
 def open_arm(arm: ArmActorConfig) -> RobotKit:
     """A robot actor's env, operator keys and teleop (runs in the actor's process)."""
-    from robot.teleop import OperatorKeys
-
-    env = make_robot_env(arm.cfg, arm.out_dir, arm.robot_factories)
+    env = open_robot_env(arm.cfg, arm.out_dir, arm.robot_factories)
     try:
         check_policy_fits(arm.policy_obs, env, f"the policy of {arm.cfg.from_run}")
-        return RobotKit(env, OperatorKeys(), make_teleop(arm.cfg, env))
+        return RobotKit(env, *make_operator(arm.cfg, env))
     except BaseException:
         env.close()
         raise
@@ -592,7 +804,13 @@ def sim_policy_run_info(run_dir: Path) -> dict[str, Any] | None:
 
 
 def checkpoint_state(
-    cfg: Config, train: Any, agent: Any, buffer: Any, loop: LoopState, link: ScoringLink, obs_spec: dict
+    cfg: Config,
+    train: Any,
+    agent: Any,
+    buffer: Any,
+    loop: LoopState,
+    link: ScoringLink | None,
+    obs_spec: dict,
 ) -> dict[str, Any]:
     """What a fine-tuning checkpoint holds: the format of `vlmrl train`'s (``vlmrl.checkpoint``), with the
     fine-tuning config as ``config`` and the sim run's as ``train_config``."""
@@ -603,7 +821,7 @@ def checkpoint_state(
         "buffer": buffer.state_dict(),
         "loop": dataclasses.replace(loop, evals=list(loop.evals), train_log=list(loop.train_log)),
         "num_episodes_committed": buffer.num_episodes,
-        "scoring": link.state_dict(),
+        "scoring": None if link is None else link.state_dict(),
         "buffer_config": buffer.cfg,  # as resolved (sampler, aux-reward weight): for reading only
         "policy_obs_spec": {k: (tuple(shape), np.dtype(dt).name) for k, (shape, dt) in obs_spec.items()},
     }
