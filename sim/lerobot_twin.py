@@ -88,6 +88,7 @@ class SimSO101Config(RobotConfig):
             terminate_on_success=False,
             randomize=self.randomize,
         )
+
     unit: str = NOMINAL
     """Hardware-like unit (``sim.units.UNITS``: nominal, a, b, c, d, e): fixed latency, backlash, dead band,
     joint zero offsets, camera pose and field of view, light, friction and cube mass, drawn once from the
@@ -146,7 +147,9 @@ class SimSO101(Robot):
         env = SO101Env(self.config.sim_config())
         if self.unit.name != NOMINAL and env.randomize_ranges.active():
             env.close()
-            raise SimError(f"sim_so101 unit {self.unit.name!r} is one fixed draw; turn the randomisation off for it")
+            raise SimError(
+                f"sim_so101 unit {self.unit.name!r} is one fixed draw; turn the randomisation off for it"
+            )
         self.env = env
         self.task = self.env.task
         if self.unit.name != NOMINAL:
@@ -169,7 +172,9 @@ class SimSO101(Robot):
         randomised) and a rendered frame per camera, row 0 at the top."""
         env = self._connected_env()
         self._joints = env.observed_joints()
-        obs: dict[str, Any] = {f"{name}.pos": value for name, value in self._drive.report(self._joints).items()}
+        obs: dict[str, Any] = {
+            f"{name}.pos": value for name, value in self._drive.report(self._joints).items()
+        }
         for camera in self.config.camera_names:
             obs[camera] = env.sim.render(camera, self.config.image_size)
         return obs
