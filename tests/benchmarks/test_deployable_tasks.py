@@ -38,3 +38,19 @@ def test_a_new_run_uses_the_recipe_and_an_interrupted_one_resumes(tmp_path) -> N
         "--resume",
         str(tmp_path / "push-s3"),
     ]
+
+
+def test_fresh_seed_figures_are_averaged_when_the_runs_were_re_evaluated() -> None:
+    runs = [record("lift", 0, [0.2, 0.9, 0.6, 0.6, 0.6]), record("lift", 1, [0.5, 0.8, 0.8, 0.8, 1.0])]
+    for run, (best, final) in zip(runs, [(0.7, 0.74), (0.8, 0.7)]):
+        run.update(
+            fresh_episodes=100, fresh_best=best, fresh_final=final, fresh_best_minus_final=best - final
+        )
+    lift = deployable_tasks.summarize(runs)["tasks"]["lift"]
+    assert lift["fresh_final_success"] == pytest.approx(0.72)
+    assert lift["fresh_best_minus_final"] == pytest.approx((-0.04 + 0.1) / 2, abs=1e-4)
+    assert lift["fresh_episodes"] == [100]
+    assert (
+        "fresh_final_success"
+        not in deployable_tasks.summarize(runs[:0] + [record("reach", 0, [1.0])])["tasks"]["reach"]
+    )
