@@ -105,8 +105,11 @@ def record(
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parser() -> argparse.ArgumentParser:
+    """The command line (tests parse the replay grid's recording commands with it)."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("task", help="an MT1 name, e.g. drawer-open-v3")
     parser.add_argument("--out", type=Path, required=True, help="folder of the new episodes.zarr")
     parser.add_argument("--episodes", type=int, default=60)
@@ -114,12 +117,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--camera", default=DEFAULT_CAMERA)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-episode-steps", type=int, default=None)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     from sim.errors import SimError
 
     try:
         summary = record(
-            args.task, args.out, args.episodes, args.image_size, args.camera, args.seed, args.max_episode_steps
+            args.task,
+            args.out,
+            args.episodes,
+            args.image_size,
+            args.camera,
+            args.seed,
+            args.max_episode_steps,
         )
     except SimError as exc:
         print(f"metaworld_recordings: {exc}", file=sys.stderr)

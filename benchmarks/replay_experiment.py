@@ -184,7 +184,9 @@ LEARNED = "scorer:learned --scorer.path {student}"
 def registered_cells() -> dict[str, Cell]:
     """Every cell of issue #35's pre-registered grid, by name (the README's table is this one)."""
     cells: dict[str, Cell] = {}
-    for task, demos, condition in itertools.product(METAWORLD_CANDIDATES, METAWORLD_DEMOS, METAWORLD_CONDITIONS):
+    for task, demos, condition in itertools.product(
+        METAWORLD_CANDIDATES, METAWORLD_DEMOS, METAWORLD_CONDITIONS
+    ):
         name = f"metaworld/{task}/{f'demos{demos}/' if demos else ''}{condition}"
         settings = _conditions(LEARNED)[condition]
         learned = condition == "vlm-learned"
@@ -227,7 +229,7 @@ def prepare_commands(cell: Cell, out: Path) -> list[list[str]]:
         return [record, fit]
     # The twin: 12 scripted successes and 8 failures cut short (results/scorers/commands.sh's mix).
     base = [
-        "vlmrl", "record", "--source", "scripted", "--sim.task", cell.task, "--env.image-size", "64",
+        "vlmrl", "record", "--source", "scripted", "--task", cell.task, "--env.image-size", "64",
         "--no-export-lerobot", "--env.watchdog.no-enabled", "--out-dir", str(data),
     ]  # fmt: skip
     return [

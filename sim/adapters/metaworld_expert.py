@@ -26,7 +26,8 @@ class MetaWorldExpert:
         task = self.env.cfg.task
         if task not in ENV_POLICY_MAP:
             raise SimError(f"metaworld task {task!r} has no scripted policy in metaworld.policies")
-        self._policy = ENV_POLICY_MAP[task]()
+        policy_class: Any = ENV_POLICY_MAP[task]  # a concrete subclass of metaworld's abstract Policy
+        self._policy = policy_class()
         self._low, self._high = self.env.action_space.low, self.env.action_space.high
 
     def reset(self) -> None:
