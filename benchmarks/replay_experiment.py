@@ -269,9 +269,8 @@ def run_cell(name: str, seed: int, out: Path, dry_run: bool) -> int:
     if spec.name in finished_names(out):
         print(f"{name} seed {seed}: already in {out / 'results.jsonl'} ({spec.name})")
         return 0
-    for command in prepare:
-        print(f"preparing {cell.student}: {shlex.join(command)}", flush=True)
-        subprocess.run(executable(command), check=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    if prepare:
+        prepare_student(cell, out, prepare)
     lock = threading.Lock()
 
     def log(message: str) -> None:
@@ -279,6 +278,29 @@ def run_cell(name: str, seed: int, out: Path, dry_run: bool) -> int:
 
     out.mkdir(parents=True, exist_ok=True)
     return 0 if run_one(spec, out, lock, log) is not None else 1
+
+
+def prepare_student(cell: Cell, out: Path, commands: list[list[str]]) -> None:
+    """Runs the commands that make the cell's student, once: two runs started together (two seeds of one
+    cell) wait on one lock file, and the second finds the student made. A recording left by a prepare that
+    failed is not overwritten or extended: the error names it."""
+    import fcntl
+
+    student = out / cell.student
+    student.parent.mkdir(parents=True, exist_ok=True)
+    with open(student.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if student.exists():
+            return
+        data = out / "recordings" / student.stem
+        if data.exists():
+            raise SystemExit(
+                f"{data} exists but {student} does not (an earlier prepare failed?): remove {data} to "
+                "record it again, or fit the student from it yourself"
+            )
+        for command in commands:
+            print(f"preparing {cell.student}: {shlex.join(command)}", flush=True)
+            subprocess.run(executable(command), check=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
 
 
 def train_command(spec: RunSpec, run_dir: Path) -> list[str]:

@@ -129,3 +129,21 @@ def test_meta_world_recordings_hold_labelled_successes_and_failures(tmp_path) ->
         source.close()
     with pytest.raises(Exception, match="exists: record into a new folder"):
         metaworld_recordings.record("reach-v3", tmp_path / "rec", episodes=1, image_size=24)
+
+
+def test_a_student_is_prepared_once_and_a_failed_recording_is_never_overwritten(tmp_path) -> None:
+    cell = CELLS["metaworld/reach/vlm-learned"]
+    student = tmp_path / cell.student
+    make = [["python", "-c", f"import pathlib; pathlib.Path({str(student)!r}).write_bytes(b'fitted')"]]
+    replay_experiment.prepare_student(cell, tmp_path, make)
+    assert student.read_bytes() == b"fitted"
+    student.write_bytes(b"kept")
+    replay_experiment.prepare_student(cell, tmp_path, make)  # made already: nothing runs
+    assert student.read_bytes() == b"kept"
+    student.unlink()
+    (tmp_path / "recordings" / "metaworld-reach").mkdir(parents=True)
+    with pytest.raises(
+        SystemExit, match=r"recordings/metaworld-reach exists but .*metaworld-reach\.pt does not"
+    ):
+        replay_experiment.prepare_student(cell, tmp_path, make)
+    assert not student.exists()
