@@ -266,6 +266,8 @@ def run_cell(name: str, seed: int, out: Path, dry_run: bool) -> int:
         for command in [*prepare, train]:
             print(shlex.join(command))
         return 0
+    if seed not in ISSUE35_SEEDS:
+        print(f"seed {seed} is not one of the registered seeds {ISSUE35_SEEDS}: an extension, not the grid")
     if spec.name in finished_names(out):
         print(f"{name} seed {seed}: already in {out / 'results.jsonl'} ({spec.name})")
         return 0
