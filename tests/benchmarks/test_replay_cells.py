@@ -115,15 +115,15 @@ def test_meta_world_recordings_hold_labelled_successes_and_failures(tmp_path) ->
     from vlmrl.scorer_eval import Recording
 
     summary = metaworld_recordings.record(
-        "reach-v3", tmp_path / "rec", episodes=3, image_size=24, max_episode_steps=60
+        "reach-v3", tmp_path / "rec", episodes=3, image_size=24, max_episode_steps=100
     )
-    assert summary["successes_by_noise"]["0"] == "1/1"  # the clean expert reaches within 60 steps
+    assert summary["successes_by_noise"]["0"] == "1/1"  # the clean expert reaches in 39-74 steps (seeds 0-4)
     source = Recording(tmp_path / "rec" / "episodes.zarr")
     try:
         assert source.camera == "corner" and source.image_hw == (24, 24)
         assert set(source.info_keys) >= {"success", "progress"}
         assert "reach" in source.task and len(source.episodes()) == 3
-        success = source.buffer.storage.read("info/success", np.arange(0, 60))
+        success = source.buffer.storage.read("info/success", np.arange(0, 100))
         assert success.any()  # the first episode (no noise) succeeded and its steps say so
     finally:
         source.close()
