@@ -14,6 +14,14 @@ With ``--ray-address`` (an address, ``auto`` or ``local``) each run is a Ray tas
     python benchmarks/replay_experiment.py --tasks lift place --seeds 0 1 2 --total-steps 40000
     python benchmarks/replay_experiment.py --tasks lift --demo-episodes 10 --total-steps 20000
     python benchmarks/replay_experiment.py --ray-address auto --seeds 0 1 2 3 4 5 6 7   # on a cluster
+
+The registered grid of issue #35 (`results/vlm-replay/README.md`) is one table of named cells
+(``CELLS``): ``--cell NAME --seed S`` runs one, preparing what it needs first (a learned scorer: its
+labelled recordings and `vlmrl scorer fit`), and ``--dry-run`` prints those commands instead:
+
+    python benchmarks/replay_experiment.py --list-cells
+    python benchmarks/replay_experiment.py --cell metaworld/drawer-open/vlm-learned --seed 3 --dry-run
+    python benchmarks/replay_experiment.py --cell twin/lift/demos5/uniform --seed 0
 """
 
 from __future__ import annotations
@@ -55,6 +63,8 @@ class RunSpec:
     train_args: tuple[str, ...] = ()
     scorer: str = "scorer:oracle"
     """The `vlmrl train` scorer subcommand and its options (the oracle gets ``--scorer.noise`` from ``noise``)."""
+    cell: str = ""
+    """The registered cell this run belongs to (``CELLS``; empty: a run of an ad-hoc grid)."""
 
     @property
     def name(self) -> str:
@@ -96,6 +106,203 @@ def grid(args: argparse.Namespace) -> list[RunSpec]:
                     )
                 )
     return specs
+
+
+ISSUE35_SEEDS = (0, 1, 2, 3, 4)
+"""The registered seeds of every cell."""
+METAWORLD_CANDIDATES = (
+    "drawer-open", "window-open", "button-press-topdown", "door-open", "handle-press", "plate-slide",
+    "reach", "push",
+)  # fmt: skip
+"""MT1 tasks (without ``-v3``) in the order the pilot tries them: the first three where uniform replay ends
+between 10% and 70% success at the budget are the grid's tasks (results/vlm-replay/README.md)."""
+METAWORLD_DEMOS = (0, 5)
+"""Demonstrations of the Meta-World cells: 0, and 5 if fewer than three candidates qualify without them."""
+METAWORLD_STEPS, METAWORLD_EVAL_EVERY, METAWORLD_EVAL_EPISODES = 50_000, 5_000, 20
+METAWORLD_ARGS = (
+    "--sim.suite=metaworld", "--sim.cameras", "corner", "--sim.image-size=64", "--sim.terminate-on-success",
+    "--buffer.absorbing-terminal", "--buffer.gamma=0.99", "--buffer.storage=memory",
+    "--buffer.capacity-steps=60000", "--agent.hidden-dims", "256", "256",
+)  # fmt: skip
+"""Meta-World cells: state policy, sparse reward, episodes that end at success valued as held for ever
+(the absorbing terminal, docs/deployable.md), the 64 px ``corner`` frame for the scorer, 200-step episodes."""
+TWIN_TASKS, TWIN_DEMOS = ("lift", "place"), (0, 5, 25)
+TWIN_STEPS, TWIN_EVAL_EVERY, TWIN_EVAL_EPISODES = 20_000, 2_500, 20
+TWIN_ARGS = (
+    "--policy-obs=robot", "--asymmetric-critic", "--agent.privileged-aux-weight=1.0", "--buffer.gamma=0.95",
+    "--buffer.storage=memory",
+)  # fmt: skip
+"""Twin cells: robot observations (joints + 64 px front camera) with the pixel recipe of
+results/replay-robot-patch; with demonstrations also recipe D's behaviour cloning (weight 0.4, no Q-filter)."""
+TWIN_DEMO_ARGS = ("--agent.bc-weight=0.4", "--agent.no-bc-q-filter")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One registered condition of the grid: everything of a run but its seed."""
+
+    name: str
+    """``metaworld/<task>[/demos<N>]/<condition>`` or ``twin/<task>/demos<N>/<condition>``."""
+    task: str
+    """The ``--sim.task`` (Meta-World: the MT1 name with ``-v3``)."""
+    mode: str
+    noise: float
+    demo_episodes: int
+    total_steps: int
+    eval_every_steps: int
+    eval_episodes: int
+    train_args: tuple[str, ...]
+    variant: str
+    scorer: str = "scorer:oracle"
+    student: str = ""
+    """The learned scorer the cell needs, relative to ``--out`` (empty: none); ``prepare_commands`` make it."""
+
+    def spec(self, seed: int, out: Path) -> RunSpec:
+        scorer = self.scorer.replace("{student}", str(out / self.student)) if self.student else self.scorer
+        return RunSpec(
+            self.task, self.mode, self.noise, 0.0, seed, self.total_steps, self.eval_every_steps,
+            self.eval_episodes, self.demo_episodes, layer_norm=True, variant=self.variant,
+            train_args=self.train_args, scorer=scorer, cell=self.name,
+        )  # fmt: skip
+
+
+def _conditions(learned_scorer: str) -> dict[str, dict]:
+    return {
+        "uniform": {"mode": "uniform", "noise": 0.0},
+        "per": {"mode": "per", "noise": 0.0},
+        "vlm-oracle": {"mode": "vlm", "noise": 0.0},
+        "vlm-oracle-noise0.2": {"mode": "vlm", "noise": 0.2},
+        "vlm-learned": {"mode": "vlm", "noise": 0.0, "scorer": learned_scorer},
+    }
+
+
+METAWORLD_CONDITIONS = ("uniform", "per", "vlm-oracle", "vlm-oracle-noise0.2", "vlm-learned")
+TWIN_CONDITIONS = ("uniform", "vlm-oracle", "vlm-learned")
+LEARNED = "scorer:learned --scorer.path {student}"
+
+
+def registered_cells() -> dict[str, Cell]:
+    """Every cell of issue #35's pre-registered grid, by name (the README's table is this one)."""
+    cells: dict[str, Cell] = {}
+    for task, demos, condition in itertools.product(
+        METAWORLD_CANDIDATES, METAWORLD_DEMOS, METAWORLD_CONDITIONS
+    ):
+        name = f"metaworld/{task}/{f'demos{demos}/' if demos else ''}{condition}"
+        settings = _conditions(LEARNED)[condition]
+        learned = condition == "vlm-learned"
+        cells[name] = Cell(
+            name=name, task=f"{task}-v3", demo_episodes=demos, total_steps=METAWORLD_STEPS,
+            eval_every_steps=METAWORLD_EVAL_EVERY, eval_episodes=METAWORLD_EVAL_EPISODES,
+            train_args=METAWORLD_ARGS, variant="mw-learned" if learned else "mw",
+            student=f"students/metaworld-{task}.pt" if learned else "", **settings,
+        )  # fmt: skip
+    for task, demos, condition in itertools.product(TWIN_TASKS, TWIN_DEMOS, TWIN_CONDITIONS):
+        name = f"twin/{task}/demos{demos}/{condition}"
+        learned = condition == "vlm-learned"
+        cells[name] = Cell(
+            name=name, task=task, demo_episodes=demos, total_steps=TWIN_STEPS,
+            eval_every_steps=TWIN_EVAL_EVERY, eval_episodes=TWIN_EVAL_EPISODES,
+            train_args=TWIN_ARGS + (TWIN_DEMO_ARGS if demos else ()),
+            variant="robot-learned" if learned else "robot",
+            student=f"students/twin-{task}.pt" if learned else "", **_conditions(LEARNED)[condition],
+        )  # fmt: skip
+    return cells
+
+
+CELLS: dict[str, Cell] = registered_cells()
+"""The registered cells by name."""
+
+
+def prepare_commands(cell: Cell, out: Path) -> list[list[str]]:
+    """The commands that make the cell's learned scorer (recordings, then `vlmrl scorer fit`), user-facing:
+    ``vlmrl ...`` and ``python benchmarks/...``; empty for a cell without one."""
+    if not cell.student:
+        return []
+    student = out / cell.student
+    data = out / "recordings" / Path(cell.student).stem
+    fit = ["vlmrl", "scorer", "fit", str(data / "episodes.zarr"), "--out", str(student), "--no-progress"]
+    if cell.name.startswith("metaworld/"):
+        record = [
+            "python", "benchmarks/metaworld_recordings.py", cell.task, "--out", str(data),
+            "--episodes", "60", "--image-size", "64", "--camera", "corner",
+        ]  # fmt: skip
+        return [record, fit]
+    # The twin: 12 scripted successes and 8 failures cut short (results/scorers/commands.sh's mix).
+    base = [
+        "vlmrl", "record", "--source", "scripted", "--task", cell.task, "--env.image-size", "64",
+        "--no-export-lerobot", "--env.watchdog.no-enabled", "--out-dir", str(data),
+    ]  # fmt: skip
+    return [
+        [*base, "--episodes", "12", "--seed", "0"],
+        [*base, "--episodes", "4", "--seed", "100", "--env.max-episode-steps", "10"],
+        [*base, "--episodes", "4", "--seed", "200", "--env.max-episode-steps", "18"],
+        fit,
+    ]
+
+
+def cell_commands(cell: Cell, seed: int, out: Path) -> list[list[str]]:
+    """The cell's commands for one seed, in order: what prepares its scorer, then `vlmrl train`."""
+    spec = cell.spec(seed, out)
+    return [*prepare_commands(cell, out), ["vlmrl", *train_argv(spec, out / "runs" / spec.name)]]
+
+
+def executable(command: list[str]) -> list[str]:
+    """A user-facing command as this interpreter runs it (``vlmrl`` -> ``python -m vlmrl``)."""
+    head = {"vlmrl": [sys.executable, "-m", "vlmrl"], "python": [sys.executable]}[command[0]]
+    return [*head, *command[1:]]
+
+
+def run_cell(name: str, seed: int, out: Path, dry_run: bool) -> int:
+    """Runs one registered cell for one seed (its scorer first, if missing); ``dry_run`` prints the commands.
+    Paths are relative to the working directory: run from the repository root, as the README's commands do."""
+    if name not in CELLS:
+        close = [c for c in CELLS if c.startswith(name.rsplit("/", 1)[0])][:8] or list(CELLS)[:8]
+        raise SystemExit(f"--cell {name}: not a registered cell; e.g. {', '.join(close)} (see --list-cells)")
+    cell = CELLS[name]
+    spec = cell.spec(seed, out)
+    prepare = [] if cell.student and (out / cell.student).exists() else prepare_commands(cell, out)
+    train = ["vlmrl", *train_argv(spec, out / "runs" / spec.name)]
+    if dry_run:
+        for command in [*prepare, train]:
+            print(shlex.join(command))
+        return 0
+    if seed not in ISSUE35_SEEDS:
+        print(f"seed {seed} is not one of the registered seeds {ISSUE35_SEEDS}: an extension, not the grid")
+    if spec.name in finished_names(out):
+        print(f"{name} seed {seed}: already in {out / 'results.jsonl'} ({spec.name})")
+        return 0
+    if prepare:
+        prepare_student(cell, out, prepare)
+    lock = threading.Lock()
+
+    def log(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+    out.mkdir(parents=True, exist_ok=True)
+    return 0 if run_one(spec, out, lock, log) is not None else 1
+
+
+def prepare_student(cell: Cell, out: Path, commands: list[list[str]]) -> None:
+    """Runs the commands that make the cell's student, once: two runs started together (two seeds of one
+    cell) wait on one lock file, and the second finds the student made. A recording left by a prepare that
+    failed is not overwritten or extended: the error names it."""
+    import fcntl
+
+    student = out / cell.student
+    student.parent.mkdir(parents=True, exist_ok=True)
+    with open(student.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if student.exists():
+            return
+        data = out / "recordings" / student.stem
+        if data.exists():
+            raise SystemExit(
+                f"{data} exists but {student} does not (an earlier prepare failed?): remove {data} to "
+                "record it again, or fit the student from it yourself"
+            )
+        for command in commands:
+            print(f"preparing {cell.student}: {shlex.join(command)}", flush=True)
+            subprocess.run(executable(command), check=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
 
 
 def train_command(spec: RunSpec, run_dir: Path) -> list[str]:
@@ -291,7 +498,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--out", type=Path, default=ROOT / "results" / "replay", help="results folder")
+    parser.add_argument(
+        "--out", type=Path, help="results folder (default: results/replay; with --cell: results/vlm-replay)"
+    )
     parser.add_argument("--tasks", nargs="+", default=["lift"], help="SO-101 twin tasks")
     parser.add_argument("--modes", nargs="+", default=["uniform", "per", "vlm", "vlm_td"])
     parser.add_argument("--noise", nargs="+", type=float, default=[0.0, 0.2, 0.4], help="oracle label noise")
@@ -335,7 +544,19 @@ def main(argv: list[str] | None = None) -> int:
         help='the scorer of the VLM modes, as `vlmrl train` takes it, e.g. "scorer:learned --scorer.path S.pt" '
         "(default: the oracle, with --noise); name it with --variant",
     )
+    parser.add_argument("--cell", help="run this registered cell of results/vlm-replay (see --list-cells)")
+    parser.add_argument("--seed", type=int, help="with --cell: the seed to run")
+    parser.add_argument("--dry-run", action="store_true", help="with --cell: print its commands, run nothing")
+    parser.add_argument("--list-cells", action="store_true", help="print the registered cells' names")
     args = parser.parse_args(argv)
+    if args.list_cells:
+        print("\n".join(CELLS))
+        return 0
+    if args.cell is not None or args.seed is not None or args.dry_run:
+        if args.cell is None or args.seed is None:
+            parser.error("--cell NAME and --seed S go together (--dry-run needs both)")
+        return run_cell(args.cell, args.seed, args.out or Path("results/vlm-replay"), args.dry_run)
+    args.out = args.out or ROOT / "results" / "replay"
     if args.train_arg and not args.variant:
         parser.error("--train-arg needs --variant NAME: runs with other options must not share names")
     if args.scorer != "scorer:oracle" and (not args.variant or args.noise != [0.0]):

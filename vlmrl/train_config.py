@@ -24,6 +24,7 @@ from buffer.config import (
     VLMTDSamplerConfig,
 )
 from sim.config import SimConfig
+from sim.experts import EXPERTS
 from vlm.config import (
     AuxRewardConfig,
     OracleConfig,
@@ -124,7 +125,8 @@ class TrainConfig:
     total_steps: int = 30_000
     """Environment steps of the whole run (the last episode is finished, so it may run a little over)."""
     demo_episodes: int = 0
-    """Episodes of the SO-101 twin's scripted expert put in the replay buffer before training
+    """Episodes of the scripted expert (the SO-101 twin's, or Meta-World's own policy of the MT1 task; see
+    ``sim.experts``) put in the replay buffer before training
     (demonstrations, as in RLPD or SAC from demonstrations). They are scored like any other clip and do not
     count in total_steps. Use with ``--agent.layer-norm``: with a plain critic, Q diverged on demonstrations.
     0: none."""
@@ -328,9 +330,10 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
         raise ConfigError(
             "asymmetric_critic needs --policy-obs robot (with state the actor reads it already)"
         )
-    if cfg.demo_episodes and cfg.sim.suite != "so101":
+    if cfg.demo_episodes and cfg.sim.suite not in EXPERTS:
         raise ConfigError(
-            f"demo_episodes needs the SO-101 twin's scripted expert (--sim.suite so101), not {cfg.sim.suite!r}"
+            f"demo_episodes needs a scripted expert (--sim.suite {' or '.join(sorted(EXPERTS))}), "
+            f"and {cfg.sim.suite!r} has none"
         )
     if cfg.reward_program is not None and cfg.sim.suite != "so101":
         raise ConfigError(f"reward_program needs the SO-101 twin (--sim.suite so101), not {cfg.sim.suite!r}")

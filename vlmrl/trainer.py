@@ -348,10 +348,10 @@ class Trainer:
 
     def _add_demonstrations(self) -> None:
         """Put the scripted expert's episodes in the buffer (once per run, before the first step)."""
-        from sim.so101.scripted import ScriptedPolicy
+        from sim.experts import make_expert
 
         cfg, state = self.cfg, self.state
-        expert = ScriptedPolicy(self.env)
+        expert = make_expert(self.env)
         staged = StagedSteps()
         demos = EnvEpisodes(
             self.env, staged, self.stored_keys, cfg.seed * TRAIN_SEED_STRIDE + DEMO_SEED_OFFSET,

@@ -2,7 +2,16 @@
 
 Each reset picks one of the benchmark's 50 goal variations with the env's seeded generator. Frames come
 from our own offscreen renderer (so cameras, size and shadows follow ``SimConfig`` and several cameras
-can be rendered per step). ``progress`` is the task's dense reward (0..10) divided by 10.
+can be rendered per step; ``image_size`` is the size a scorer gets, e.g. the one a learned scorer was
+fitted at).
+
+``info`` carries the contract's ``success`` (Meta-World's own ``info["success"]``) and a privileged
+``progress`` in [0, 1]: the task's dense reward (0..10, Meta-World's staged reach / grasp / place terms)
+divided by 10, and 1 on success. Both come from the simulator's object poses, which a camera does not
+give: the oracle scorer reads them (an upper bound, not a VLM). With ``reward="sparse"`` the reward is
+``info["success"]`` as 0 or 1; with ``terminate_on_success`` the first successful step ends the episode
+(pair it with ``BufferConfig.absorbing_terminal``, docs/deployable.md). ``sim.experts.make_expert`` gives
+Meta-World's scripted policy for the task (``MetaWorldExpert``) for demonstrations and recordings.
 """
 
 from __future__ import annotations
@@ -79,14 +88,22 @@ class MetaWorldEnv(gymnasium.Env):
         state_dim = int(raw_obs.shape[0])
         self.observation_space = spaces.Dict(state_and_pixel_spaces(state_dim, cfg.cameras, cfg.image_size))
         self._steps = 0
+        self._state = np.zeros(state_dim, np.float32)
 
     @property
     def raw_env(self) -> Any:
         """The wrapped Meta-World env."""
         return self._env
 
+    @property
+    def last_state(self) -> np.ndarray:
+        """Meta-World's 39-d observation after the last reset or step (what its scripted policies read),
+        also when ``state`` is not an observation the policy gets."""
+        return self._state.copy()
+
     def _observation(self, state: np.ndarray) -> dict[str, np.ndarray]:
-        obs = {STATE_KEY: np.asarray(state, dtype=np.float32)}
+        self._state = np.asarray(state, dtype=np.float32)
+        obs = {STATE_KEY: self._state.copy()}
         for camera in self.cfg.cameras:
             assert self._renderer is not None
             frame = self._renderer.render(self._env.data, camera)
