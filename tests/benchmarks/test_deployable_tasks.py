@@ -51,6 +51,5 @@ def test_fresh_seed_figures_are_averaged_when_the_runs_were_re_evaluated() -> No
     assert lift["fresh_best_minus_final"] == pytest.approx((-0.04 + 0.1) / 2, abs=1e-4)
     assert lift["fresh_episodes"] == [100]
     assert (
-        "fresh_final_success"
-        not in deployable_tasks.summarize(runs[:0] + [record("reach", 0, [1.0])])["tasks"]["reach"]
+        "fresh_final_success" not in deployable_tasks.summarize([record("reach", 0, [1.0])])["tasks"]["reach"]
     )
