@@ -1,0 +1,42 @@
+# Sourced by every results/<study>/reproduce.sh: the conventions they share. Run a study's script from the
+# repository root with an output folder: `results/<study>/reproduce.sh OUT`. It writes only under OUT (never
+# into results/: the committed files are the record to compare with), and a rerun skips what is finished.
+#
+#   REPRODUCE_DRY_RUN=1   print each command, shell-quoted, one a line, instead of running it
+#   PYTHON                the interpreter with vlmrl installed (default .venv/bin/python, as the Makefile)
+
+[ -f results/lib.sh ] || { echo "run results/<study>/reproduce.sh from the repository root" >&2; exit 2; }
+export MUJOCO_GL=${MUJOCO_GL:-egl} PYOPENGL_PLATFORM=${PYOPENGL_PLATFORM:-egl} OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+PY=${PYTHON:-.venv/bin/python}
+
+dry_run() { [ "${REPRODUCE_DRY_RUN:-0}" = 1 ]; }
+
+run() {  # run CMD...: run it, or print it under REPRODUCE_DRY_RUN=1 (one write, so parallel jobs do not interleave)
+  if dry_run; then printf '%s\n' "$(printf '%q ' "$@")"; else "$@"; fi
+}
+
+logged() {  # logged LOG CMD...: run it with its output in LOG (printed only, under REPRODUCE_DRY_RUN=1)
+  local log=$1; shift
+  if dry_run; then
+    if declare -F "$1" > /dev/null; then "$@"; else run "$@"; fi  # vlmrl and python_script print themselves
+    return
+  fi
+  mkdir -p "$(dirname "$log")"
+  "$@" > "$log" 2>&1
+}
+
+vlmrl() { run "$PY" -m vlmrl "$@"; }
+
+python_script() { run "$PY" "$@"; }
+
+finished() {  # finished FILE: true when FILE exists, so the step that writes it is skipped (never under a dry run)
+  ! dry_run && [ -e "$1" ]
+}
+
+provenance() {  # provenance FILE: the commit and CPU a rerun ran on, for its README
+  dry_run && return 0
+  mkdir -p "$(dirname "$1")"
+  { echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)')"
+    echo "cpu $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) x $(nproc)"
+    echo "date $(date -u +%FT%TZ)"; } > "$1"
+}
