@@ -1,6 +1,7 @@
 # Sourced by every results/<study>/reproduce.sh: the conventions they share. Run a study's script from the
 # repository root with an output folder: `results/<study>/reproduce.sh OUT`. It writes only under OUT (never
-# into results/: the committed files are the record to compare with), and a rerun skips what is finished.
+# into results/: the committed files are the record to compare with; results/mutation says its one exception),
+# and a rerun skips what is finished.
 #
 #   REPRODUCE_DRY_RUN=1   print each command, shell-quoted, one a line, instead of running it
 #   PYTHON                the interpreter with vlmrl installed (default .venv/bin/python, as the Makefile)
