@@ -41,3 +41,20 @@ provenance() {  # provenance FILE: the commit and CPU a rerun ran on, for its RE
     echo "cpu $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) x $(nproc)"
     echo "date $(date -u +%FT%TZ)"; } > "$1"
 }
+
+train_run() {  # train_run DIR NAME ARGS...: `vlmrl train ARGS --run-dir DIR/NAME`, its output in DIR/NAME.log;
+  # skipped once DIR/NAME/policy.pt exists (the run finished), restarted clean otherwise
+  local dir=$1 name=$2; shift 2
+  finished "$dir/$name/policy.pt" && return 0
+  dry_run || rm -rf "${dir:?}/$name"
+  logged "$dir/$name.log" vlmrl train "$@" --run-dir "$dir/$name"
+}
+
+recorded_run() {  # recorded_run DIR NAME SEED OBS ARGS...: train_run, then DIR/NAME.json (results/lift-learner/record_run.py)
+  local dir=$1 name=$2 seed=$3 obs=$4; shift 4
+  finished "$dir/$name.json" && return 0
+  local start; start=$(date +%s)
+  train_run "$dir/runs" "$name" "$@"
+  python_script results/lift-learner/record_run.py "$dir/runs/$name" --name "$name" --seed "$seed" --obs "$obs" \
+    --wall-s $(( $(date +%s) - start )) --command "vlmrl train $* --run-dir RUN" --out "$dir/$name.json"
+}

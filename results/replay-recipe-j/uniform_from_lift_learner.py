@@ -2,7 +2,7 @@
 uniform[J] rows, so `benchmarks/replay_analysis.py` compares vlm_td[J] with them.
 
 They are the same runs a `replay_experiment.py --modes uniform --variant J` grid would have made: the same
-`vlmrl train` options and commit (09b60c9); `results/lift-learner/run.sh` differs only in keeping the buffer in
+`vlmrl train` options and commit (09b60c9); the lift-learner runner (now `results/lift-learner/reproduce.sh`) differs only in keeping the buffer in
 RAM and writing no checkpoints, and for recipe D the two runners gave identical curves seed for seed
 (results/replay-recipe-d/README.md). Each row names its source file.
 
