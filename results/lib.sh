@@ -12,23 +12,23 @@ PY=${PYTHON:-.venv/bin/python}
 
 dry_run() { [ "${REPRODUCE_DRY_RUN:-0}" = 1 ]; }
 
-run() {  # run CMD...: run it, or print it under REPRODUCE_DRY_RUN=1 (one write, so parallel jobs do not interleave)
+run_or_print() {  # run_or_print CMD...: run it, or print it under REPRODUCE_DRY_RUN=1 (one write, so parallel jobs do not interleave)
   if dry_run; then printf '%s\n' "$(printf '%q ' "$@")"; else "$@"; fi
 }
 
 logged() {  # logged LOG CMD...: run it with its output in LOG (printed only, under REPRODUCE_DRY_RUN=1)
   local log=$1; shift
   if dry_run; then
-    if declare -F "$1" > /dev/null; then "$@"; else run "$@"; fi  # vlmrl and python_script print themselves
+    if declare -F "$1" > /dev/null; then "$@"; else run_or_print "$@"; fi  # vlmrl and python_script print themselves
     return
   fi
   mkdir -p "$(dirname "$log")"
   "$@" > "$log" 2>&1
 }
 
-vlmrl() { run "$PY" -m vlmrl "$@"; }
+vlmrl() { run_or_print "$PY" -m vlmrl "$@"; }
 
-python_script() { run "$PY" "$@"; }
+python_script() { run_or_print "$PY" "$@"; }
 
 finished() {  # finished FILE: true when FILE exists, so the step that writes it is skipped (never under a dry run)
   ! dry_run && [ -e "$1" ]

@@ -59,12 +59,13 @@ def main() -> None:
     args = parser.parse_args()
     if not (args.run_dir / "policy.pt").exists():
         parser.error(f"{args.run_dir} has no policy.pt: the run did not finish")
+    config = json.loads((args.run_dir / "config.json").read_text())  # the run's resolved config
     data = scalars(args.run_dir)
     evals = data.get("eval/success_rate", [])
     success = [round(v, 3) for _, v in evals]
     git = ["git", "-C", str(ROOT)]
     record = dict(
-        name=args.name, task="lift", policy_obs=args.obs, seed=args.seed, command=args.command, rc=0,
+        name=args.name, task=config["sim"]["task"], policy_obs=args.obs, seed=args.seed, command=args.command, rc=0,
         wall_s=args.wall_s, curve_steps=[s for s, _ in evals], curve_success=success,
         final_success=success[-1] if success else None, best_success=max(success) if success else None,
         q_mean=thin(data.get("train/q_mean", [])), critic_loss=thin(data.get("train/critic_loss", [])),
