@@ -59,7 +59,9 @@ def text_files(folder: Path) -> list[Path]:
 
 def machine_specifics(text: str) -> list[str]:
     """The lines of ``text`` that name a scratch path or wait on a process id."""
-    return [line.strip() for line in text.splitlines() if MACHINE_PATH.search(line) or PROCESS_WAIT.search(line)]
+    return [
+        line.strip() for line in text.splitlines() if MACHINE_PATH.search(line) or PROCESS_WAIT.search(line)
+    ]
 
 
 def dry_run(script: Path, out: Path) -> list[str]:
@@ -117,7 +119,7 @@ def test_reproduce_is_strict_bash_that_takes_the_output_folder(study):
     script = study / "reproduce.sh"
     text = script.read_text(encoding="utf-8")
     assert STRICT.search(text), f"{script.relative_to(ROOT)} lacks `set -euo pipefail`"
-    assert "source results/lib.sh" in text and '${1:?' in text, f"{script.relative_to(ROOT)}: OUT=${{1:?...}}"
+    assert "source results/lib.sh" in text and "${1:?" in text, f"{script.relative_to(ROOT)}: OUT=${{1:?...}}"
     proc = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     refused = subprocess.run(["bash", str(script)], cwd=ROOT, capture_output=True, text=True, timeout=60)
@@ -162,4 +164,3 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
     assert [vlmrl_words(c)[:2] for c in printed] == [["vlmrl", "train"], ["vlmrl", "deploy"]]
     with pytest.raises(DOCS.DocError, match="Unrecognized options"):
         DOCS.check_command(DOCS.DocCommand(RESULTS / "reproduce.sh", 1, shlex.join(vlmrl_words(printed[0]))))
-
