@@ -20,7 +20,31 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
-STUDIES = sorted(p for p in RESULTS.iterdir() if p.is_dir())
+
+
+def repository_files(folder: Path) -> list[Path]:
+    """The files under ``folder`` that git tracks or would add (ignored build output such as __pycache__ left out)."""
+    listed = subprocess.run(
+        [
+            "git",
+            "ls-files",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+            "-z",
+            str(folder.relative_to(ROOT)),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return sorted(ROOT / name for name in listed.split("\0") if name and (ROOT / name).is_file())
+
+
+STUDIES = sorted(
+    {RESULTS / p.relative_to(RESULTS).parts[0] for p in repository_files(RESULTS) if p.parent != RESULTS}
+)
 
 MACHINE_PATH = re.compile(r"(?<![\w.~/-])/(?:work|tmp|home|root)/")
 """An absolute path into one machine's scratch or home folders."""
@@ -47,13 +71,12 @@ DOCS = _docs_checker()
 
 def text_files(folder: Path) -> list[Path]:
     files = []
-    for path in sorted(folder.rglob("*")):
-        if path.is_file():
-            try:
-                path.read_text(encoding="utf-8")
-            except UnicodeDecodeError:
-                continue  # a figure
-            files.append(path)
+    for path in repository_files(folder):
+        try:
+            path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue  # a figure
+        files.append(path)
     return files
 
 

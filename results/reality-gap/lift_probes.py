@@ -3,7 +3,7 @@ does. Reads each probe run's TensorBoard evaluations and its line in ``train.out
 
     .venv/bin/python results/reality-gap/lift_probes.py [--out DIR] RUNS_DIR [RUNS_DIR ...]
 
-Each RUNS_DIR holds ``<name>-s<seed>/tb`` and ``train.out`` (``lift_probe.sh`` writes both); writes
+Each RUNS_DIR holds ``<name>-s<seed>/tb`` and ``train.out`` (``reproduce.sh``, part 3, writes both); writes
 ``lift_probes.md`` and ``lift_probes.json`` to DIR (default: here). "last 3" is the mean of the last three evaluations
 (7,500 steps, 60 episodes): less noisy than the final one (20 episodes).
 """
@@ -19,7 +19,7 @@ import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 HERE = Path(__file__).parent
-PROBES = {  # name -> what it trains under (every probe: lift_probe.sh's recipe D from robot observations)
+PROBES = {  # name -> what it trains under (every probe: recipe D from robot observations)
     "latonly": "action latency only (`--sim.randomize.max-latency-steps 1`)",
     "physics": "physics only (mass, size, friction, damping, gripper force, joint noise at `light`'s ranges)",
     "appear": "appearance only (camera pose and fov, light, colour, texture at `light`'s ranges)",

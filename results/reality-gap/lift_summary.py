@@ -4,8 +4,8 @@ grids (``vlmrl evaluate``, 10 episodes a row).
 
     .venv/bin/python results/reality-gap/lift_summary.py [--out DIR] EVAL_DIR COMMIT [EVAL_DIR COMMIT ...]
 
-Each EVAL_DIR holds ``eval-<grid>-<condition>-s<seed>/evaluate.json`` (``lift_eval.sh``, ``lift_eval_std.sh``;
-the policies: ``lift_train.sh``, ``lift_probe.sh`` and results/pixel-reach lift-robot-recipe-D-s0..2),
+Each EVAL_DIR holds ``eval-<grid>-<condition>-s<seed>/evaluate.json`` (``reproduce.sh``,
+part 3, trains the policies and evaluates them),
 trained and evaluated at COMMIT; writes ``lift.md`` and ``lift.json`` to DIR (default: here) and copies each
 ``evaluate.md`` to ``DIR/lift-runs/``.
 """

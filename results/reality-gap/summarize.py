@@ -1,10 +1,10 @@
-"""Tables of the issue #19 evidence from the runs of run.sh / run2.sh: per training condition, the final
+"""Tables of the issue #19 evidence from the reach runs (reproduce.sh, part 2): per training condition, the final
 policy's success on the nominal twin and on a held-out grid, mean and spread over seeds.
 
     .venv/bin/python results/reality-gap/summarize.py [--out DIR] RUNS_DIR COMMIT [RUNS_DIR COMMIT ...]
 
-RUNS_DIR: the scripts' runs/reality-gap in the clone at COMMIT (run.sh-run3.sh: 6b02859; run4.sh, h13's
-final recipe: 16d92bd). Writes summary.md, summary.json and the copied evaluations (runs/) to DIR (default:
+RUNS_DIR: the runs' folder, trained and evaluated at COMMIT (the committed tables: h13's first recipe at
+6b02859, its final recipe at 16d92bd). Writes summary.md, summary.json and the copied evaluations (runs/) to DIR (default:
 here).
 """
 
