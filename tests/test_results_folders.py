@@ -149,6 +149,7 @@ def test_reproduce_is_strict_bash_that_takes_the_output_folder(study):
     assert refused.returncode != 0 and "usage" in refused.stderr, "without OUT the script must refuse"
 
 
+@pytest.mark.slow  # about 250 commands through the CLI's parser
 @pytest.mark.parametrize("study", STUDIES, ids=[p.name for p in STUDIES])
 def test_a_dry_run_prints_commands_that_parse(study, tmp_path):
     before = sorted(RESULTS.rglob("*"))
