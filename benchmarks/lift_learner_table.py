@@ -1,6 +1,6 @@
 """The lift-learner grid's table (issue #13): state SAC on twin lift with 25 demonstrations, one row per setting.
 
-Reads ``results/lift-learner/G<setting>-s<seed>.json`` (each written by ``results/lift-learner/run.sh``: the
+Reads ``results/lift-learner/G<setting>-s<seed>.json`` (each written by ``results/lift-learner/reproduce.sh``: the
 run's command, commit, CPU and its evaluation curve) and writes ``table.md`` beside them: success at 20,000
 steps (mean, sample standard deviation and each seed), the mean of the last three evaluations (15k-20k)
 and Welch's t-test p-values of the final success against setting A and against D (the recipe the later rows

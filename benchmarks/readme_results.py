@@ -2,8 +2,9 @@
 (and check both are current).
 
 Sources: `results/replay/results.md` and `curves_*.png` (from replay_experiment.py + replay_analysis.py),
-`results/bench/<benchmark>.json` (each benchmark's `--json` output), `results/machine.json` (where they
-were measured), and each study's table under `results/<study>/` (``EXPERIMENTS``). The generated text sits
+`results/bench/<benchmark>.json` (each benchmark's `--json` output; its command is its `bench` line in
+`results/bench/reproduce.sh`), `results/machine.json` (where they were measured), and each study's table
+under `results/<study>/` (``EXPERIMENTS``); each study's `README.md` is linked as its reading. The generated text sits
 between two marker comments in each file: the whole page body in `docs/results.md`, a list of the studies
 linking into that page in `README.md`.
 
@@ -38,16 +39,20 @@ BENCHMARKS = {
 }
 
 
+def bench_commands(bench_dir: Path) -> dict[str, str]:
+    """Benchmark name -> its command, from the ``bench NAME SCRIPT ARGS`` lines of the folder's reproduce.sh."""
+    script = bench_dir / "reproduce.sh"
+    lines = script.read_text().splitlines() if script.exists() else []
+    found = (re.match(r"^bench (\S+) (.+)$", line) for line in lines)
+    return {m[1]: f"python {m[2]} --json results/bench/{m[1]}.json" for m in found if m}
+
+
 def bench_rows(bench_dir: Path) -> list[str]:
     rows = ["| benchmark | what is compared | figures | command |", "|---|---|---|---|"]
+    commands = bench_commands(bench_dir)
     for name, what in BENCHMARKS.items():
         path = bench_dir / f"{name}.json"
-        command_file = path.with_suffix(".cmd")  # the exact command that produced the JSON, when recorded
-        command = (
-            command_file.read_text().strip()
-            if command_file.exists()
-            else f"python benchmarks/{name}.py --json results/bench/{name}.json"
-        )
+        command = commands.get(name, f"python benchmarks/{name}.py --json results/bench/{name}.json")
         if not path.exists():
             rows.append(f"| {name} | {what} | not measured yet | `{command}` |")
             continue
@@ -79,20 +84,18 @@ def section(root: Path = ROOT) -> str:
     replay = results / "replay" / "results.md"
     lines += [f"## {REPLAY_TITLE}", ""]
     if replay.exists():
+        reading = (results / "replay" / "README.md").relative_to(root)
         lines += [
             "The oracle scorer reads the twin's privileged task progress: it stands in for a VLM, and label",
-            "noise p flips each clip score with probability p (an imperfect VLM). Produced by:",
-            "",
-            "```bash",
-            *[line for line in (results / "replay" / "command.txt").read_text().splitlines()],
-            "```",
+            "noise p flips each clip score with probability p (an imperfect VLM). Commands",
+            f"(`results/replay/reproduce.sh`), settings and the plain reading: [{reading}]({up / reading}).",
             "",
             replay.read_text().strip(),
             "",
         ]
-        notes = results / "replay" / "notes.md"  # hand-written reading of the figures, when present
-        if notes.exists():
-            lines += [notes.read_text().strip(), ""]
+        _, heading, reading_text = (root / reading).read_text().partition("\n## Reading\n")
+        if heading:  # the README's plain reading of the figures, on the page beside them
+            lines += [reading_text.strip(), ""]
         for png in sorted((results / "replay").glob("curves_*.png")):
             lines.append(f"![{png.stem}]({up / png.relative_to(root)})")
         lines.append("")
@@ -108,7 +111,8 @@ def section(root: Path = ROOT) -> str:
             lines += [
                 f"## {title}",
                 "",
-                f"Commands, settings and the plain reading: [{reading_path}]({up / reading_path}).",
+                f"Commands (`{reading_path.parent}/reproduce.sh`), settings and the plain reading: "
+                f"[{reading_path}]({up / reading_path}).",
                 "",
                 relink(path.read_text().strip(), up / path.parent.relative_to(root)),
                 "",
@@ -149,7 +153,7 @@ EXPERIMENTS = (
         "VLM-guided replay steered by a learned pixel scorer: twin lift, 25 demos, 10k steps (issue #14)",
         "replay-learned",
         "results.md",
-        "notes.md",
+        "README.md",
     ),
     (
         "The lift learner: state SAC on twin lift, 25 demonstrations, 20k steps (issue #13)",
@@ -161,25 +165,25 @@ EXPERIMENTS = (
         "VLM-guided replay on top of the lift learner's recipe D: twin lift, 25 demos, 20k steps (issue #13)",
         "replay-recipe-d",
         "results.md",
-        "notes.md",
+        "README.md",
     ),
     (
         "VLM-guided replay on top of recipe J (D + 10 critics, 80% uniform): twin lift, 25 demos, 20k steps (issue #13)",
         "replay-recipe-j",
         "results.md",
-        "notes.md",
+        "README.md",
     ),
     (
         "VLM-guided replay with robot observations (joints + camera), recipe D, the former 3x3 encoder: twin lift, 25 demos, 20k steps (issue #13)",
         "replay-robot",
         "results.md",
-        "notes.md",
+        "README.md",
     ),
     (
         "The same with the patch-embedding encoder (the default since 2026-12-02): twin lift, robot observations, 25 demos, 20k steps (issue #13)",
         "replay-robot-patch",
         "results.md",
-        "notes.md",
+        "README.md",
     ),
     (
         "Lift from robot observations with the patch encoder: 64 px policy images, a 40k-step budget, an averaged actor (issue #13)",
@@ -198,7 +202,7 @@ EXPERIMENTS = (
         "Offline RL from VLM-labelled recordings: RG-VLM on the twin (issue #16)",
         "offline",
         "table.md",
-        "notes.md",
+        "README.md",
     ),
 )
 """(title, folder under results/, the generated table, the hand-written reading beside it)."""

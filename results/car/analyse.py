@@ -3,9 +3,9 @@
 Reads the run directories that ``benchmarks/replay_experiment.py --out DIR`` made (``DIR/runs/<name>``: the
 evaluations from TensorBoard, the settings from ``config.json``; unfinished runs are skipped) and
 ``commits.json`` (setting label -> the commit its runs started from); writes ``results.md`` and
-``summary.json`` here.
+``summary.json`` to OUT (default: here).
 
-    python results/car/analyse.py /work/car_exp
+    python results/car/analyse.py RUNS_DIR [OUT]
 """
 
 from __future__ import annotations
@@ -90,8 +90,9 @@ def main() -> int:
             f"| {name} | {len(final)} | {s['budget_steps']:,} | {s['mean']:.0%} ± {s['sd']:.0%} | {per_seed} | "
             f"{over:.0%} | {p_text} | {s['commit']} |"
         )
-    (HERE / "results.md").write_text("\n".join(lines) + "\n")
-    (HERE / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    out = Path(sys.argv[2]) if len(sys.argv) > 2 else HERE
+    (out / "results.md").write_text("\n".join(lines) + "\n")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print("\n".join(lines))
     return 0
 

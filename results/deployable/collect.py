@@ -1,6 +1,6 @@
 """Collect the deployable-learner study's runs into runs.json and table.md (results/deployable/README.md).
 
-    python results/deployable/collect.py RUNS_DIR     # RUNS_DIR holds <name>/ run dirs and logs/<name>.cmd
+    python results/deployable/collect.py RUNS_DIR [--out DIR]   # RUNS_DIR holds <name>/ run dirs and logs/<name>.cmd
 
 Each ``logs/<name>.cmd`` holds the commit, the CPU model and the command on its first line, ``wall_s N`` on
 its second (written by reproduce.sh); the curve comes from the run's TensorBoard scalars.
@@ -65,10 +65,11 @@ def table(rows: list[dict[str, object]]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", type=Path)
+    parser.add_argument("--out", type=Path, default=HERE, help="where runs.json and table.md go")
     args = parser.parse_args()
     rows = collect(args.runs)
-    (HERE / "runs.json").write_text(json.dumps(rows, indent=1) + "\n")
-    (HERE / "table.md").write_text(table(rows))
+    (args.out / "runs.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (args.out / "table.md").write_text(table(rows))
     print(table(rows))
     return 0
 

@@ -1,11 +1,11 @@
 """Issue #13: reach and lift from robot observations with the patch-embedding encoder (the default since
 9a44c5b), the README recipes, against the same recipes' earlier rows with the former 3x3 encoder.
 
-    .venv/bin/python results/pixel-encoder/summarize.py RUNS_DIR COMMIT
+    .venv/bin/python results/pixel-encoder/summarize.py RUNS_DIR COMMIT [OUT]
 
 RUNS_DIR holds ``<task>-robot-s<seed>/tb`` and ``<task>-robot-s<seed>.log`` (the run's stdout, whose last
 summary line gives its wall time); every run ran at COMMIT from a clean clone. Writes ``runs.json`` and
-``results.md`` here.
+``results.md`` to OUT (default: here).
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ def evaluations(tb: Path) -> dict[int, float]:
 def main() -> None:
     warnings.filterwarnings("ignore", category=RuntimeWarning)  # Welch's t on all-equal seeds
     runs_dir, commit = Path(sys.argv[1]), sys.argv[2]
+    out = Path(sys.argv[3]) if len(sys.argv) > 3 else HERE
     rows = []
     for log in sorted(runs_dir.glob("*-robot-s*.log")):
         task, seed = re.match(r"(\w+)-robot-s(\d+)\.log", log.name).groups()
@@ -78,7 +79,7 @@ def main() -> None:
             "curve": curve, "wall_s": int(wall[1]), "commit": commit, "tree_clean": True, "cpu": cpu_model(),
             "command": COMMANDS[task].replace("--seed S", f"--seed {seed}"),
         })  # fmt: skip
-    (HERE / "runs.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (out / "runs.json").write_text(json.dumps(rows, indent=1) + "\n")
     lines = ["| task | encoder | seeds | final success per seed | mean ± sd | last 3 evaluations | first eval >= 90% | wall s | commit |",
              "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for task in ("reach", "lift"):
@@ -106,7 +107,7 @@ def main() -> None:
             f"{former.mean():.0%} ± {former.std(ddof=1):.0%} | "
             f"{f'{np.mean(former_last_3):.0%}' if former_last_3 else '-'} | {', '.join(f'{x:,}' for x in FORMER[task].get('first_90', [])) or '-'} | - | {FORMER[task]['commit']} |"
         )
-    (HERE / "results.md").write_text("\n".join(lines) + "\n")
+    (out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -1,11 +1,12 @@
 """Lift from robot observations with the patch encoder: variants of the policy image size and the budget
 against the default runs (``runs.json``, 32 px policy images, 20,000 steps).
 
-    .venv/bin/python results/pixel-encoder/variants.py RUNS_DIR COMMIT
+    .venv/bin/python results/pixel-encoder/variants.py RUNS_DIR COMMIT [--out DIR]
 
 RUNS_DIR holds ``lift-robot-px<image size>-steps<steps>[-ema]-s<seed>/`` run directories and their
 ``.log`` (``vlmrl train`` stdout) from one clean clone at COMMIT; ``-ema`` runs add ``--agent.actor-ema
-0.005``. Writes ``variants.json`` and ``variants.md`` here.
+0.005``. Writes ``variants.json``, ``variants.md`` and ``variants.png`` to DIR (default: here), beside the
+default runs' ``runs.json`` it reads there.
 """
 
 from __future__ import annotations
@@ -109,19 +110,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs_dir", type=Path, help="folder of lift-robot-px<px>-steps<n>[-ema]-s<seed> runs")
     parser.add_argument("commit", help="the commit every run ran at (recorded per row)")
+    parser.add_argument("--out", type=Path, default=HERE, help="where the default runs' runs.json is; output")
     args = parser.parse_args()
     if not args.runs_dir.is_dir():
         parser.error(f"runs_dir {args.runs_dir} is not a folder")
     rows = collect(args.runs_dir, args.commit)
     if not rows:
         parser.error(f"no finished lift-robot-px*-steps*-s*.log runs in {args.runs_dir}")
-    (HERE / "variants.json").write_text(json.dumps(rows, indent=1) + "\n")
-    default = json.loads((HERE / "runs.json").read_text())
+    (args.out / "variants.json").write_text(json.dumps(rows, indent=1) + "\n")
+    default = json.loads((args.out / "runs.json").read_text())
     for run in default:  # JSON keys are strings; the collected curves' are env steps
         run["curve"] = {int(step): rate for step, rate in run["curve"].items()}
     text = table(rows, default)
-    plot(rows, default, HERE / "variants.png")
-    (HERE / "variants.md").write_text(text + "\n![variants](variants.png)\n")
+    plot(rows, default, args.out / "variants.png")
+    (args.out / "variants.md").write_text(text + "\n![variants](variants.png)\n")
     print(text)
 
 

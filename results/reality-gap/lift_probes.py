@@ -1,10 +1,10 @@
 """Issue #19 lift probes: which randomised factor stops lift from robot observations, and what each remedy
 does. Reads each probe run's TensorBoard evaluations and its line in ``train.out`` (commit, arguments).
 
-    .venv/bin/python results/reality-gap/lift_probes.py RUNS_DIR [RUNS_DIR ...]
+    .venv/bin/python results/reality-gap/lift_probes.py [--out DIR] RUNS_DIR [RUNS_DIR ...]
 
-Each RUNS_DIR holds ``<name>-s<seed>/tb`` and ``train.out`` (``lift_probe.sh`` writes both); writes
-``lift_probes.md`` and ``lift_probes.json`` here. "last 3" is the mean of the last three evaluations
+Each RUNS_DIR holds ``<name>-s<seed>/tb`` and ``train.out`` (``reproduce.sh``, part 3, writes both); writes
+``lift_probes.md`` and ``lift_probes.json`` to DIR (default: here). "last 3" is the mean of the last three evaluations
 (7,500 steps, 60 episodes): less noisy than the final one (20 episodes).
 """
 
@@ -19,7 +19,7 @@ import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 HERE = Path(__file__).parent
-PROBES = {  # name -> what it trains under (every probe: lift_probe.sh's recipe D from robot observations)
+PROBES = {  # name -> what it trains under (every probe: recipe D from robot observations)
     "latonly": "action latency only (`--sim.randomize.max-latency-steps 1`)",
     "physics": "physics only (mass, size, friction, damping, gripper force, joint noise at `light`'s ranges)",
     "appear": "appearance only (camera pose and fov, light, colour, texture at `light`'s ranges)",
@@ -45,8 +45,11 @@ def evaluations(tb: Path) -> dict[int, float]:
 
 
 def main() -> None:
+    args = sys.argv[1:]
+    out = Path(args[1]) if args[:1] == ["--out"] else HERE
+    args = args[2:] if args[:1] == ["--out"] else args
     finished: dict[tuple[str, int], tuple[str, Path]] = {}
-    for runs in map(Path, sys.argv[1:]):
+    for runs in map(Path, args):
         for line in (runs / "train.out").read_text().splitlines():
             match = re.match(r"(\S+) seed (\d+) rc 0 wall (\d+) commit (\w+)", line)
             if match:
@@ -70,8 +73,8 @@ def main() -> None:
                 f"{', '.join(f'{100 * v:.0f}' for v in values)} | {commit} |"
             )
     text = "\n".join(lines) + "\n"
-    (HERE / "lift_probes.md").write_text(text)
-    (HERE / "lift_probes.json").write_text(json.dumps(record, indent=2) + "\n")
+    (out / "lift_probes.md").write_text(text)
+    (out / "lift_probes.json").write_text(json.dumps(record, indent=2) + "\n")
     print(text)
 
 

@@ -2,12 +2,12 @@
 randomisation (and with and without ``--agent.pixel.standardize``), each on the nominal twin and the held-out
 grids (``vlmrl evaluate``, 10 episodes a row).
 
-    .venv/bin/python results/reality-gap/lift_summary.py EVAL_DIR COMMIT [EVAL_DIR COMMIT ...]
+    .venv/bin/python results/reality-gap/lift_summary.py [--out DIR] EVAL_DIR COMMIT [EVAL_DIR COMMIT ...]
 
-Each EVAL_DIR holds ``eval-<grid>-<condition>-s<seed>/evaluate.json`` (``lift_eval.sh``, ``lift_eval_std.sh``;
-the policies: ``lift_train.sh``, ``lift_probe.sh`` and results/pixel-reach lift-robot-recipe-D-s0..2),
-trained and evaluated at COMMIT; writes ``lift.md`` and ``lift.json`` here and copies each ``evaluate.md`` to
-``lift-runs/``.
+Each EVAL_DIR holds ``eval-<grid>-<condition>-s<seed>/evaluate.json`` (``reproduce.sh``,
+part 3, trains the policies and evaluates them),
+trained and evaluated at COMMIT; writes ``lift.md`` and ``lift.json`` to DIR (default: here) and copies each
+``evaluate.md`` to ``DIR/lift-runs/``.
 """
 
 from __future__ import annotations
@@ -41,8 +41,10 @@ def cell(x: np.ndarray) -> str:
 
 def main() -> None:
     pairs = sys.argv[1:]
+    out = Path(pairs[1]) if pairs[:1] == ["--out"] else HERE
+    pairs = pairs[2:] if pairs[:1] == ["--out"] else pairs
     if not pairs or len(pairs) % 2:
-        raise SystemExit("usage: lift_summary.py EVAL_DIR COMMIT [EVAL_DIR COMMIT ...]")
+        raise SystemExit("usage: lift_summary.py [--out DIR] EVAL_DIR COMMIT [EVAL_DIR COMMIT ...]")
     sources = [(Path(pairs[i]), pairs[i + 1]) for i in range(0, len(pairs), 2)]
     record: dict = {"commits": [commit for _, commit in sources], "grids": {}}
     lines = [
@@ -59,8 +61,8 @@ def main() -> None:
                     continue
                 seed = int(seed_text)
                 summaries[seed] = json.loads(path.read_text())["summary"]
-                (HERE / "lift-runs").mkdir(exist_ok=True)
-                shutil.copy(path.parent / "evaluate.md", HERE / "lift-runs" / f"{path.parent.name}.md")
+                (out / "lift-runs").mkdir(exist_ok=True)
+                shutil.copy(path.parent / "evaluate.md", out / "lift-runs" / f"{path.parent.name}.md")
             if not summaries:
                 continue
 
@@ -84,8 +86,8 @@ def main() -> None:
                 "per_row_mean": {r: float(np.nanmean(rate(r))) for r in next(iter(summaries.values()))},
             }
     text = "\n".join(lines) + "\n"
-    (HERE / "lift.md").write_text(text)
-    (HERE / "lift.json").write_text(json.dumps(record, indent=2) + "\n")
+    (out / "lift.md").write_text(text)
+    (out / "lift.json").write_text(json.dumps(record, indent=2) + "\n")
     print(text)
 
 

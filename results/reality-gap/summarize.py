@@ -1,10 +1,11 @@
-"""Tables of the issue #19 evidence from the runs of run.sh / run2.sh: per training condition, the final
+"""Tables of the issue #19 evidence from the reach runs (reproduce.sh, part 2): per training condition, the final
 policy's success on the nominal twin and on a held-out grid, mean and spread over seeds.
 
-    .venv/bin/python results/reality-gap/summarize.py RUNS_DIR COMMIT [RUNS_DIR COMMIT ...]
+    .venv/bin/python results/reality-gap/summarize.py [--out DIR] RUNS_DIR COMMIT [RUNS_DIR COMMIT ...]
 
-RUNS_DIR: the scripts' runs/reality-gap in the clone at COMMIT (run.sh-run3.sh: 6b02859; run4.sh, h13's
-final recipe: 16d92bd).
+RUNS_DIR: the runs' folder, trained and evaluated at COMMIT (the committed tables: h13's first recipe at
+6b02859, its final recipe at 16d92bd). Writes summary.md, summary.json and the copied evaluations (runs/) to DIR (default:
+here).
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ GRIDS = {"medium": "eval-", "light": "evallight-"}
 """Held-out grid -> prefix of the evaluation directories."""
 
 
-def collect(runs: Path, prefix: str) -> dict[str, dict[int, dict]]:
-    """Condition -> seed -> evaluate.json summary; copies each evaluation (and its run's report) here."""
+def collect(runs: Path, prefix: str, into: Path) -> dict[str, dict[int, dict]]:
+    """Condition -> seed -> evaluate.json summary; copies each evaluation (and its run's report) to into/runs."""
     per_run: dict[str, dict[int, dict]] = {}
     for path in sorted(runs.glob(f"{prefix}*-s*/evaluate.json")):
         cond, seed = path.parent.name.removeprefix(prefix).rsplit("-s", 1)
         per_run.setdefault(cond, {})[int(seed)] = json.loads(path.read_text())["summary"]
-        out = HERE / "runs" / path.parent.name
+        out = into / "runs" / path.parent.name
         out.mkdir(parents=True, exist_ok=True)
         # Every episode and its draw for the medium grid; the light grid's table only (summary.json has its rows).
         for name in ("evaluate.md", "evaluate.json") if prefix == "eval-" else ("evaluate.md",):
@@ -37,7 +38,7 @@ def collect(runs: Path, prefix: str) -> dict[str, dict[int, dict]]:
             shutil.copy(path.parent / "perturbed_views.png", out / "perturbed_views.png")
         report = runs / f"train-{cond}-s{seed}" / "report.md"
         if report.is_file():
-            shutil.copy(report, HERE / "runs" / f"train-{cond}-s{seed}.report.md")
+            shutil.copy(report, into / "runs" / f"train-{cond}-s{seed}.report.md")
     return per_run
 
 
@@ -58,7 +59,10 @@ def label(cond: str) -> str:
 
 
 def main() -> None:
-    pairs = [(Path(d), c) for d, c in zip(sys.argv[1::2], sys.argv[2::2])]
+    args = sys.argv[1:]
+    into = Path(args[1]) if args[:1] == ["--out"] else HERE
+    args = args[2:] if args[:1] == ["--out"] else args
+    pairs = [(Path(d), c) for d, c in zip(args[0::2], args[1::2])]
     record: dict = {"commits": {str(d): c for d, c in pairs}, "grids": {}}
     lines = [
         "Reach, robot observations (6 joints + front camera 64 px; h13's first recipe: ee_delta actions, "
@@ -75,7 +79,7 @@ def main() -> None:
     for grid, prefix in GRIDS.items():
         per_run, commit_of = {}, {}
         for runs, commit in pairs:
-            for cond, seeds in collect(runs, prefix).items():
+            for cond, seeds in collect(runs, prefix, into).items():
                 per_run[cond], commit_of[cond] = seeds, commit
         if not per_run:
             continue
@@ -114,8 +118,8 @@ def main() -> None:
             means = [record["grids"][grid][c]["per_row_mean"].get(r, float("nan")) for c in conds]
             per_row_lines.append(f"| {r} | " + " | ".join(f"{100 * m:.0f}%" for m in means) + " |")
     text = "\n".join(lines + per_row_lines) + "\n"
-    (HERE / "summary.md").write_text(text)
-    (HERE / "summary.json").write_text(json.dumps(record, indent=2) + "\n")
+    (into / "summary.md").write_text(text)
+    (into / "summary.json").write_text(json.dumps(record, indent=2) + "\n")
     print(text)
 
 

@@ -2,15 +2,16 @@
 uniform[J] rows, so `benchmarks/replay_analysis.py` compares vlm_td[J] with them.
 
 They are the same runs a `replay_experiment.py --modes uniform --variant J` grid would have made: the same
-`vlmrl train` options and commit (09b60c9); `results/lift-learner/run.sh` differs only in keeping the buffer in
+`vlmrl train` options and commit (09b60c9); the lift-learner runner (now `results/lift-learner/reproduce.sh`) differs only in keeping the buffer in
 RAM and writing no checkpoints, and for recipe D the two runners gave identical curves seed for seed
-(results/replay-recipe-d/notes.md). Each row names its source file.
+(results/replay-recipe-d/README.md). Each row names its source file.
 
-    python results/replay-recipe-j/uniform_from_lift_learner.py
+    python results/replay-recipe-j/uniform_from_lift_learner.py [--out DIR]   # DIR/results.jsonl (default: here)
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -41,7 +42,9 @@ def row(run: dict, source: Path) -> dict:
 
 
 def main() -> None:
-    out = HERE / "results.jsonl"
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=HERE, help="the folder whose results.jsonl gets the rows")
+    out = parser.parse_args().out / "results.jsonl"
     lines = [json.loads(x) for x in out.read_text().splitlines() if x.strip()] if out.exists() else []
     kept = [x for x in lines if x["mode"] != "uniform"]
     new = [row(json.loads(p.read_text()), p) for p in sorted(SOURCE.glob("GJ-s*.json"))]

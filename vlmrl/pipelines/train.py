@@ -172,7 +172,7 @@ def run(cfg: TrainConfig, scorer: Any = None, env_factory: Any = None) -> RunRes
     if trainer.cfg.demo_episodes and not trainer.cfg.agent.layer_norm:
         print(
             "vlmrl train: warning: demonstrations with a plain critic: in the replay experiment's lift runs its Q "
-            "diverged in 26 of 27 runs (results/replay/notes.md); add --agent.layer-norm"
+            "diverged in 26 of 27 runs (results/replay/README.md); add --agent.layer-norm"
         )
     if cfg.demo:
         print(

@@ -1,1 +1,0 @@
-python benchmarks/pixel_learning.py --cost-only --json results/bench/pixel_cost.json

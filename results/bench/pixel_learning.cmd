@@ -1,1 +1,0 @@
-python benchmarks/pixel_learning.py --quick --reach-steps 8000 --action-mode delta --reward shaped --ours-args '--asymmetric-critic --agent.privileged-aux-weight 1.0' --workers 2 --sb3-cap-s 1500 --json results/bench/pixel_learning.json

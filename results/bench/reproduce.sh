@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The benchmarks of docs/results.md: each compares a part with its reference in the same run and writes JSON.
+# usage: results/bench/reproduce.sh OUT   (from the repository root; REPRODUCE_DRY_RUN=1 prints the commands)
+# OUT gets NAME.json per benchmark (compare with results/bench/NAME.json); a benchmark whose JSON exists is
+# skipped, so a rerun resumes. Run on a quiet machine: the figures are speeds. benchmarks/readme_results.py
+# reads the `bench NAME SCRIPT ARGS` lines below as each benchmark's command on the results page.
+set -euo pipefail
+OUT=${1:?usage: results/bench/reproduce.sh OUT}
+source results/lib.sh
+mkdir -p "$OUT"
+provenance "$OUT/provenance.txt"
+
+bench() {  # bench NAME SCRIPT ARGS...: python SCRIPT ARGS --json OUT/NAME.json, unless that JSON exists
+  local name=$1; shift
+  finished "$OUT/$name.json" || python_script "$@" --json "$OUT/$name.json"
+}
+
+bench sim_throughput benchmarks/sim_throughput.py
+bench buffer_throughput benchmarks/buffer_throughput.py --quick
+bench sac_vs_sb3 benchmarks/sac_vs_sb3.py
+bench scoring benchmarks/scoring.py --quick
+bench pixel_learning benchmarks/pixel_learning.py --quick --reach-steps 8000 --action-mode delta --reward shaped --ours-args '--asymmetric-critic --agent.privileged-aux-weight 1.0' --workers 2 --sb3-cap-s 1500
+bench pixel_cost benchmarks/pixel_learning.py --cost-only
+bench scale_out benchmarks/scale_out.py --quick
+bench viewer benchmarks/viewer.py
+bench viewer-quick benchmarks/viewer.py --quick

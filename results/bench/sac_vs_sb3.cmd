@@ -1,1 +1,0 @@
-python benchmarks/sac_vs_sb3.py --json results/bench/sac_vs_sb3.json

@@ -1,1 +1,0 @@
-python benchmarks/scale_out.py --quick --json results/bench/scale_out.json

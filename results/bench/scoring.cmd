@@ -1,1 +1,0 @@
-python benchmarks/scoring.py --quick --json results/bench/scoring.json

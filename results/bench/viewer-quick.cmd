@@ -1,1 +1,0 @@
-python benchmarks/viewer.py --quick --json results/bench/viewer-quick.json

@@ -1,1 +1,0 @@
-python benchmarks/viewer.py --json results/bench/viewer.json
