@@ -64,9 +64,11 @@ class Plan:
     robot_minutes: float
     eval_every: float
     eval_episodes: int
+    finetune_args: tuple[str, ...] = ()
+    """Extra `vlmrl finetune` options of every condition (``--finetune-arg``)."""
 
     def stages(self) -> list[float]:
-        """The robot minutes at which the policy is evaluated (0: before)."""
+        """The robot minutes at which the fine-tuned policy is evaluated."""
         count = round(self.robot_minutes / self.eval_every)
         return [round(self.eval_every * k, 6) for k in range(1, count + 1)]
 
@@ -128,14 +130,20 @@ def pick_unit(policy: Path, episodes: int, out_dir: Path, log: Path) -> tuple[st
 
 
 def finetune_argv(
-    run: Path, unit: str, condition: str, seed: int, minutes: float, out_dir: Path
+    run: Path,
+    unit: str,
+    condition: str,
+    seed: int,
+    minutes: float,
+    out_dir: Path,
+    extra: tuple[str, ...] = (),
 ) -> list[str]:
     """The `vlmrl finetune` arguments of one stage: up to ``minutes`` robot minutes in all, a new run or the
     resume of the one in ``out_dir``. Fine-tuning episodes start from seed ``100,000 x seed`` on."""
     resume = ["--resume"] if (out_dir / "checkpoint").exists() else []
     return ["finetune", "--from", str(run), *resume, "--out-dir", str(out_dir), *CONDITIONS[condition],
             "--robot.unit", unit, "--operator", "scripted", "--episodes", str(MAX_EPISODES),
-            "--robot-minutes", f"{minutes:g}", "--seed", str(100_000 * seed), "--torch-threads", "1", *FAST]  # fmt: skip
+            "--robot-minutes", f"{minutes:g}", "--seed", str(100_000 * seed), "--torch-threads", "1", *FAST, *extra]  # fmt: skip
 
 
 def read_episodes(ft_dir: Path) -> list[dict[str, object]]:
@@ -155,7 +163,7 @@ def run_condition(
     for minutes in plan.stages():
         spent = read_episodes(ft_dir)
         if not spent or float(spent[-1]["robot_minutes"]) < minutes:  # type: ignore[arg-type]
-            vlmrl(finetune_argv(run, unit, condition, seed, minutes, ft_dir), log)
+            vlmrl(finetune_argv(run, unit, condition, seed, minutes, ft_dir, plan.finetune_args), log)
         snapshot = out_dir / f"policy-{minutes:g}min.pt"
         if not snapshot.is_file():
             snapshot.write_bytes((ft_dir / "policy.pt").read_bytes())
@@ -377,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--policy-run gives one policy: name its task alone with --tasks")
     if not args.eval_every > 0 or round(args.robot_minutes / args.eval_every) < 1:
         parser.error("--eval-every must be positive and at most --robot-minutes")
-    plan = Plan(args.robot_minutes, args.eval_every, args.eval_episodes)
+    plan = Plan(args.robot_minutes, args.eval_every, args.eval_episodes, tuple(args.finetune_args))
     origin = provenance()
     report: dict[str, object] = {
         "plan": {
