@@ -66,6 +66,8 @@ class Plan:
     eval_episodes: int
     finetune_args: tuple[str, ...] = ()
     """Extra `vlmrl finetune` options of every condition (``--finetune-arg``)."""
+    collect_only: bool = False
+    """Run nothing: summarise the evaluations that exist (``--collect-only``)."""
 
     def stages(self) -> list[float]:
         """The robot minutes at which the fine-tuned policy is evaluated."""
@@ -89,7 +91,7 @@ def policy_run(task: str, seed: int, args: argparse.Namespace) -> Path:
     if args.policy_run is not None:
         return args.policy_run
     run_dir = args.runs_dir / "policies" / f"{task}-s{seed}"
-    if not training_finished(run_dir):
+    if not training_finished(run_dir) and not args.collect_only:
         vlmrl(
             train_argv(task, seed, run_dir, list(args.train_args)),
             args.runs_dir / "logs" / f"train-{task}-s{seed}.log",
@@ -97,10 +99,15 @@ def policy_run(task: str, seed: int, args: argparse.Namespace) -> Path:
     return run_dir
 
 
-def deploy(policy: Path, unit: str | None, episodes: int, out_dir: Path, log: Path) -> dict[str, object]:
+def deploy(
+    policy: Path, unit: str | None, episodes: int, out_dir: Path, log: Path, run: bool = True
+) -> dict[str, object] | None:
     """``policy`` on ``unit`` (None: the nominal twin) over the held-out start states: success rate, safety
-    clips per episode, each episode's outcome. A finished evaluation is read, not rerun."""
+    clips per episode, each episode's outcome. A finished evaluation is read, not rerun; a missing one is
+    None unless ``run``."""
     metrics = out_dir / "metrics.json"
+    if not metrics.is_file() and not run:
+        return None
     if not metrics.is_file():
         argv = ["deploy", "--policy", str(policy), "--episodes", str(episodes), "--seed", str(EVAL_SEED),
                 "--video-camera", "None", "--torch-threads", "1", "--out-dir", str(out_dir), *FAST]  # fmt: skip
@@ -161,13 +168,15 @@ def run_condition(
     ft_dir, log = out_dir / "finetune", out_dir / "log.txt"
     curve: dict[str, object] = {}
     for minutes in plan.stages():
+        if plan.collect_only and not (out_dir / f"eval-{minutes:g}min" / "metrics.json").is_file():
+            break
         spent = read_episodes(ft_dir)
         if not spent or float(spent[-1]["robot_minutes"]) < minutes:  # type: ignore[arg-type]
             vlmrl(finetune_argv(run, unit, condition, seed, minutes, ft_dir, plan.finetune_args), log)
         snapshot = out_dir / f"policy-{minutes:g}min.pt"
         if not snapshot.is_file():
             snapshot.write_bytes((ft_dir / "policy.pt").read_bytes())
-        evaluation = deploy(snapshot, unit, plan.eval_episodes, out_dir / f"eval-{minutes:g}min", log)
+        evaluation = deploy(snapshot, unit, plan.eval_episodes, out_dir / f"eval-{minutes:g}min", log) or {}
         curve[f"{minutes:g}"] = {
             **evaluation,
             "robot_minutes_spent": read_episodes(ft_dir)[-1]["robot_minutes"],
@@ -324,22 +333,25 @@ def run_task(
         if run.resolve() not in befores:
             befores[run.resolve()] = {
                 where: deploy(run / "policy.pt", None if where == "nominal" else unit, plan.eval_episodes,
-                              task_dir / f"before-s{seed}-{where}", task_dir / "before.log")
+                              task_dir / f"before-s{seed}-{where}", task_dir / "before.log", not plan.collect_only)
                 for where in ("unit", "nominal")
             }  # fmt: skip
+
+    def mean_success(where: str) -> float | None:
+        got = [float(b[where]["success"]) for b in befores.values() if b[where] is not None]  # type: ignore[index]
+        return round(statistics.mean(got), 4) if got else None
+
     before = {
         "unit": unit,
-        "unit_success": round(statistics.mean(float(b["unit"]["success"]) for b in befores.values()), 4),  # type: ignore[index]
-        "nominal_success": round(
-            statistics.mean(float(b["nominal"]["success"]) for b in befores.values()), 4
-        ),  # type: ignore[index]
+        "unit_success": mean_success("unit"),
+        "nominal_success": mean_success("nominal"),
         "per_policy": {str(run): b for run, b in befores.items()},
         "units_auto": units,
     }
 
     def one(job: tuple[str, int]) -> dict[str, object]:
         condition, seed = job
-        row = run_condition(runs[seed], unit, condition, seed, plan, task_dir / f"{condition}-s{seed}")
+        row = run_condition(runs[seed], str(unit), condition, seed, plan, task_dir / f"{condition}-s{seed}")
         return {**row, "policy_run": str(runs[seed]), **origin}
 
     with ThreadPoolExecutor(args.jobs) as pool:
@@ -368,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--quick", action="store_true", help="reach, one seed, a short policy, 1 robot minute"
     )
+    parser.add_argument("--collect-only", action="store_true",
+                        help="run nothing: summarise the evaluations that exist (a run in progress)")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
     if args.quick:
@@ -385,7 +399,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--policy-run gives one policy: name its task alone with --tasks")
     if not args.eval_every > 0 or round(args.robot_minutes / args.eval_every) < 1:
         parser.error("--eval-every must be positive and at most --robot-minutes")
-    plan = Plan(args.robot_minutes, args.eval_every, args.eval_episodes, tuple(args.finetune_args))
+    plan = Plan(
+        args.robot_minutes, args.eval_every, args.eval_episodes, tuple(args.finetune_args), args.collect_only
+    )
     origin = provenance()
     report: dict[str, object] = {
         "plan": {
@@ -404,10 +420,10 @@ def main(argv: list[str] | None = None) -> int:
         report.update(top)
         report[task] = figures
         print(
-            f"{task} on unit {before['unit']}: before {before['unit_success']:.0%}, nominal {before['nominal_success']:.0%}"
+            f"{task} on unit {before['unit']}: before {before['unit_success']}, nominal {before['nominal_success']}"
         )
         for condition, curve in figures["curves"].items():  # type: ignore[attr-defined]
-            points = ", ".join(f"{m} min {v['success']:.0%}" for m, v in curve["success"].items())
+            points = ", ".join(f"{m} min {v['success']:.2f}" for m, v in curve["success"].items())
             print(f"  {condition:13s} {points}")
     for task in ("lift",):
         for key in (f"{task}_before", f"{task}_after_30min", f"{task}_nominal"):
