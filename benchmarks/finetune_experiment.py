@@ -380,6 +380,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--quick", action="store_true", help="reach, one seed, a short policy, 1 robot minute"
     )
+    parser.add_argument("--finetune-arg", dest="finetune_args", action="append", default=[],
+                        help="an extra `vlmrl finetune` option for every condition (repeatable), e.g. "
+                        "--finetune-arg=--scripted-operator.stall-steps=10")  # fmt: skip
     parser.add_argument("--collect-only", action="store_true",
                         help="run nothing: summarise the evaluations that exist (a run in progress)")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write the figures here")
