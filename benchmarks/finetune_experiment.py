@@ -34,6 +34,7 @@ import json
 import statistics
 import subprocess
 import sys
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,7 +227,9 @@ def welch_p(a: list[float], b: list[float]) -> float | None:
 
     if len(a) < 2 or len(b) < 2 or (statistics.pstdev(a) == 0 and statistics.pstdev(b) == 0):
         return None
-    return round(float(ttest_ind(a, b, equal_var=False).pvalue), 4)
+    with warnings.catch_warnings():  # one constant sample (all seeds at 90%) is a valid Welch test
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return round(float(ttest_ind(a, b, equal_var=False).pvalue), 4)
 
 
 def summarize(rows: list[dict[str, object]], before: dict[str, object], plan: Plan) -> dict[str, object]:
