@@ -393,8 +393,9 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         else one_arm(cfg, obs_spec, new, robot_factories, delta_scale_of(train.sim))
     )
     control_hz = control_hz_of(cfg)
+    fresh = " (its networks, freshly initialised: --fresh-agent)" if cfg.fresh_agent else ""
     facts = {
-        "from_run": str(cfg.from_run) + (" (its networks, freshly initialised: --fresh-agent)" if cfg.fresh_agent else ""),
+        "from_run": f"{cfg.from_run}{fresh}",
         "robot": describe_robot(cfg),
         "operator": describe_operator(cfg),
         "reward": reward_words,
