@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=1  # PYTHON: the interpreter of the project's environment (default .venv/bin/python)
 "${PYTHON:-.venv/bin/python}" benchmarks/finetune_experiment.py --tasks lift --seeds 0 --unit b \
     --train-arg=--sim.no-terminate-on-success --train-arg=--agent.utd-ratio=2 --train-arg=--agent.num-critics=10 \
-    --conditions interventions scratch keys_only --robot-minutes 1 --eval-every 0.5 --eval-episodes 5 \
+    --conditions interventions scratch keys_only --robot-minutes 1 --eval-every 0.5 --eval-episodes 5 --jobs 3 \
     --runs-dir "$OUT/runs" --json "$OUT/finetune.json"
 # The full design (5 seeds, lift and reach, 60 robot minutes, evaluations of 20 episodes every 10):
 #   python benchmarks/finetune_experiment.py --tasks lift reach --seeds 0 1 2 3 4 --robot-minutes 60 \
