@@ -38,6 +38,7 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from deployable_tasks import finished as training_finished
 from deployable_tasks import train_argv
@@ -191,33 +192,33 @@ def run_condition(
 
 
 def over_time(episodes: list[dict[str, object]], plan: Plan) -> dict[str, dict[str, float]]:
-    """Per evaluation period (robot minutes up to the key): fine-tuning episodes, their success (the operator's
-    success key), intervention steps and takeovers per episode, safety clips per episode."""
-    out: dict[str, dict[str, float]] = {}
-    start = 0.0
-    for end in plan.stages():
-        rows = [
-            e
-            for e in episodes
-            if start < float(e["robot_minutes"]) <= end + 1e-9
-            or (start == 0.0 and float(e["robot_minutes"]) == 0.0)
-        ]  # type: ignore[arg-type]
-        if end == plan.stages()[-1]:
-            rows += [e for e in episodes if float(e["robot_minutes"]) > end + 1e-9]  # type: ignore[arg-type]
-        start = end
-        if not rows:
-            continue
-        out[f"{end:g}"] = {
+    """Per fine-tuning stage (the robot minutes it ran up to, the key): its episodes' count, success (the
+    operator's success key), intervention steps and takeovers per episode, safety clips per episode. A stage
+    runs until its minutes are spent, so an episode belongs to the first stage whose minutes exceed those
+    spent before it began."""
+    stages = plan.stages()
+    periods: dict[float, list[dict[str, object]]] = {}
+    began = 0.0
+    for e in episodes:
+        stage = next((m for m in stages if began < m - 1e-9), stages[-1])
+        periods.setdefault(stage, []).append(e)
+        began = float(e["robot_minutes"])  # type: ignore[arg-type]
+
+    def mean(rows: list[dict[str, object]], value: Any) -> float:
+        return statistics.mean(float(value(e)) for e in rows)
+
+    return {
+        f"{stage:g}": {
             "episodes": len(rows),
-            "success": round(statistics.mean(float(bool(e["success"])) for e in rows), 4),
-            "interventions_per_episode": round(statistics.mean(int(e["interventions"]) for e in rows), 2),  # type: ignore[call-overload]
-            "takeovers_per_episode": round(statistics.mean(int(e.get("takeovers", 0)) for e in rows), 3),  # type: ignore[call-overload]
+            "success": round(mean(rows, lambda e: bool(e["success"])), 4),
+            "interventions_per_episode": round(mean(rows, lambda e: e["interventions"]), 2),
+            "takeovers_per_episode": round(mean(rows, lambda e: e.get("takeovers", 0)), 3),
             "safety_clips_per_episode": round(
-                statistics.mean(sum(dict(e.get("safety_clips", {})).values()) for e in rows),
-                2,  # type: ignore[call-overload]
+                mean(rows, lambda e: sum(e.get("safety_clips", {}).values())), 2
             ),
         }
-    return out
+        for stage, rows in periods.items()
+    }
 
 
 def welch_p(a: list[float], b: list[float]) -> float | None:

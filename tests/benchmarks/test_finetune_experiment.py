@@ -38,6 +38,27 @@ def test_the_summary_gives_mean_spread_and_welch_p_over_seeds_or_over_episodes_w
     }
 
 
+def test_an_episode_counts_in_the_stage_it_began_in_since_a_stage_runs_until_its_minutes_are_spent() -> None:
+    plan = finetune_experiment.Plan(robot_minutes=1, eval_every=0.5, eval_episodes=5)
+    ends = [(0.2, 1, 40), (0.45, 0, 0), (0.52, 1, 30), (0.8, 0, 0), (1.03, 0, 10)]
+    episodes = [
+        {
+            "robot_minutes": m,
+            "success": bool(s),
+            "interventions": n,
+            "takeovers": int(n > 0),
+            "safety_clips": {"max_step": 2},
+        }
+        for m, s, n in ends
+    ]
+    periods = finetune_experiment.over_time(episodes, plan)
+    assert periods["0.5"] == {
+        "episodes": 3, "success": pytest.approx(2 / 3, abs=1e-4), "interventions_per_episode": pytest.approx(23.33),
+        "takeovers_per_episode": pytest.approx(0.667), "safety_clips_per_episode": 2.0,
+    }  # fmt: skip
+    assert periods["1"]["episodes"] == 2 and periods["1"]["interventions_per_episode"] == 5.0
+
+
 def tiny_reach_policy(run_dir) -> None:
     """`vlmrl train` on twin reach with robot observations and joint-delta actions, a few steps: a policy with
     the deployable recipe's interface, episodes of 6 steps."""
