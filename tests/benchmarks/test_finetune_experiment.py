@@ -86,13 +86,13 @@ def tiny_reach_policy(run_dir) -> None:
 def test_the_smallest_experiment_runs_every_condition_through_finetune_and_writes_the_figures(
     tmp_path,
 ) -> None:
-    """Two evaluation points of 12 twin steps each on unit b; the operator takes over after 2 steps under
+    """One evaluation after 12 twin steps of fine-tuning on unit b; the operator takes over after 2 steps under
     0.5 m of tool movement, so the interventions condition has takeovers and keys only has none."""
     tiny_reach_policy(tmp_path / "policy")
     out = tmp_path / "finetune.json"
     argv = [
         "--tasks", "reach", "--policy-run", str(tmp_path / "policy"), "--unit", "b", "--seeds", "0",
-        "--robot-minutes", "0.02", "--eval-every", "0.01", "--eval-episodes", "2",
+        "--robot-minutes", "0.01", "--eval-every", "0.01", "--eval-episodes", "2", "--jobs", "3",
         "--runs-dir", str(tmp_path / "exp"), "--json", str(out),
         "--finetune-arg=--scripted-operator.stall-steps=2", "--finetune-arg=--scripted-operator.stall-m=0.5",
         "--finetune-arg=--batch-size=4",
@@ -107,12 +107,12 @@ def test_the_smallest_experiment_runs_every_condition_through_finetune_and_write
     assert report["reasons"]["lift_before"] == "not measured: --tasks reach"
     assert 0.0 <= report["reach_before"] <= 1.0 and 0.0 <= report["reach_nominal"] <= 1.0
     assert (
-        report["reach_after_30min"] is None and "0.02 robot minutes" in report["reasons"]["reach_after_30min"]
+        report["reach_after_30min"] is None and "0.01 robot minutes" in report["reasons"]["reach_after_30min"]
     )
     reach = report["reach"]
     assert set(reach["curves"]) == {"interventions", "keys_only", "scratch"}
     for curve in reach["curves"].values():
-        assert set(curve["success"]) == {"0.01", "0.02"} and curve["success"]["0.01"]["seeds"] == 1
+        assert set(curve["success"]) == {"0.01"} and curve["success"]["0.01"]["seeds"] == 1
     assert set(reach["p_values"]) == {
         "interventions_vs_keys_only",
         "interventions_vs_scratch",
@@ -132,7 +132,9 @@ def test_the_smallest_experiment_runs_every_condition_through_finetune_and_write
         assert config["fresh_agent"] is fresh and config["scripted_operator"]["budget_steps"] == budget
         assert config["robot"]["unit"] == "b" and config["operator"] == "scripted"
         periods = runs[condition]["episodes"]
-        assert sum(p["episodes"] for p in periods.values()) >= 4  # 6-step episodes, 12 steps per period
+        assert (
+            sum(p["episodes"] for p in periods.values()) >= 2
+        )  # 6-step episodes (3 once keys only gives up), 12 steps
         takeovers = [p["interventions_per_episode"] for p in periods.values()]
         assert (max(takeovers) == 0) if condition == "keys_only" else (min(takeovers) > 0)
-        assert runs[condition]["curve"]["0.02"]["robot_minutes_spent"] >= 0.02
+        assert runs[condition]["curve"]["0.01"]["robot_minutes_spent"] >= 0.01
