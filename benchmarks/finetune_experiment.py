@@ -181,7 +181,7 @@ def run_condition(
         evaluation = deploy(snapshot, unit, plan.eval_episodes, out_dir / f"eval-{minutes:g}min", log) or {}
         curve[f"{minutes:g}"] = {
             **evaluation,
-            "robot_minutes_spent": read_episodes(ft_dir)[-1]["robot_minutes"],
+            "robot_minutes_spent": spent_by(read_episodes(ft_dir), minutes),
         }
     return {
         "condition": condition,
@@ -189,6 +189,13 @@ def run_condition(
         "curve": curve,
         "episodes": over_time(read_episodes(ft_dir), plan),
     }
+
+
+def spent_by(episodes: list[dict[str, object]], minutes: float) -> float:
+    """The robot minutes spent when the stage up to ``minutes`` stopped: at the end of the episode that
+    reached them (the last one so far if none has)."""
+    reached = [float(e["robot_minutes"]) for e in episodes if float(e["robot_minutes"]) >= minutes - 1e-9]  # type: ignore[arg-type]
+    return reached[0] if reached else float(episodes[-1]["robot_minutes"])  # type: ignore[arg-type]
 
 
 def over_time(episodes: list[dict[str, object]], plan: Plan) -> dict[str, dict[str, float]]:
