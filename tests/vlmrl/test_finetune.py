@@ -525,3 +525,34 @@ def test_finetune_episodes_are_as_long_as_the_sim_runs_unless_given(tmp_path):
     assert [json.loads(line)["episode"] for line in lines] == [0, 1, 2]
     with pytest.raises(ConfigError, match="--robot-minutes 0"):
         finetune.main(dataclasses.replace(more, robot_minutes=0.0))
+
+
+def test_a_fresh_agent_has_the_sim_runs_networks_and_not_its_weights(tmp_path, capsys):
+    """--fresh-agent (training from scratch on the arm): the agent the sim run's config builds, newly
+    initialised; without it the run's trained weights. No updates here (learning never starts), so the exported
+    policy is the agent the run started from."""
+    run, trained = sim_run(tmp_path)
+    with torch.no_grad():  # the sim run's weights are not what a new agent of its config starts with
+        for param in trained.actor.parameters():
+            param.add_(0.5)
+    state = torch.load(run / "checkpoint" / "state.pt", weights_only=False)
+    torch.save({**state, "agent": trained.state_dict()}, run / "checkpoint" / "state.pt")
+    obs = {k: np.full(s, 0.3, d) for k, (s, d) in ROBOT_OBS.items()}
+    env = make_env(SimConfig(task="lift", cameras=("front",), image_size=32))
+    new = SAC(SACConfig(hidden_dims=(32, 32)), ROBOT_OBS, env.action_space)
+    env.close()
+    started = {}
+    for fresh in (False, True):
+        out = tmp_path / f"ft-fresh-{fresh}"
+        cfg = config(tmp_path, run, out_dir=out, episodes=1, learning_starts=10_000, fresh_agent=fresh)
+        assert finetune.main(cfg) == 0
+        started[fresh] = load_policy(out / "policy.pt")(obs)
+        assert json.loads((out / "config.json").read_text())["fresh_agent"] is fresh
+    assert started[False] == pytest.approx(trained.act(obs, deterministic=True), abs=1e-5)
+    assert started[True] == pytest.approx(new.act(obs, deterministic=True), abs=1e-5)
+    assert not np.allclose(started[True], started[False], atol=1e-3)
+    assert (
+        "(its networks, freshly initialised: --fresh-agent)"
+        in (tmp_path / "ft-fresh-True" / "report.md").read_text()
+    )
+    assert "a fresh agent with the networks of" in capsys.readouterr().out

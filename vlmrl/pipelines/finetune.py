@@ -165,6 +165,10 @@ class Config(RobotEnvConfig):
     """After each episode, wait up to this long for its clips to be scored (0: fully asynchronous)."""
     torch_threads: int = 1
     """Torch threads for acting and updates (more threads than free cores make the control loop late)."""
+    fresh_agent: bool = False
+    """Start from a newly initialised agent of the sim run's networks and settings instead of its trained
+    weights: training from scratch on the robot, with the same operator and robot minutes as a fine-tuning run
+    (the baseline of ``benchmarks/finetune_experiment.py``)."""
     resume: bool = False
     """Continue the fine-tuning run in out_dir (agent, sampler, scores and episode count from its
     checkpoint; the buffer store is reopened) instead of starting from the sim run's agent."""
@@ -365,6 +369,8 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     agent = SAC(train.agent, obs_spec, action_space, estimate_dim=estimate_dim_of(state["agent"]))
     if resumed:
         agent.load_state_dict(resumed["agent"])
+    elif cfg.fresh_agent:
+        print(f"finetune: a fresh agent with the networks of {cfg.from_run}, not its weights (--fresh-agent)")
     elif getattr(train, "asymmetric_critic", False):
         try:
             how = load_sim_into_robot_sac(agent, state["agent"])
@@ -387,8 +393,9 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         else one_arm(cfg, obs_spec, new, robot_factories, delta_scale_of(train.sim))
     )
     control_hz = control_hz_of(cfg)
+    fresh = " (its networks, freshly initialised: --fresh-agent)" if cfg.fresh_agent else ""
     facts = {
-        "from_run": str(cfg.from_run),
+        "from_run": f"{cfg.from_run}{fresh}",
         "robot": describe_robot(cfg),
         "operator": describe_operator(cfg),
         "reward": reward_words,

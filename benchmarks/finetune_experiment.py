@@ -1,0 +1,455 @@
+"""Fine-tuning on a twin unit the policy never saw (issue #33 item 5): success against robot minutes.
+
+A deployable policy (`vlmrl train --recipe deployable`, trained here unless ``--policy-run`` gives one) goes on
+one of the twin's hardware-like units (``sim.units``; ``--unit auto``: the unit where it drops most, from
+`vlmrl evaluate --robot.unit all`). Its success there is measured before (`vlmrl deploy --robot.unit`), and
+on the nominal twin on the same start states; then each condition runs `vlmrl finetune --operator scripted
+--robot.unit U` for up to ``--robot-minutes``, stopping every ``--eval-every`` robot minutes to deploy the
+policy it has so far on the unit (``--eval-episodes`` episodes, the same held-out start states every time):
+
+- ``interventions``: fine-tune with the scripted operator's keys and takeovers (its default budget);
+- ``keys_only``: fine-tune with its keys only (``--scripted-operator.budget-steps 0``: no takeovers);
+- ``scratch``: the same operator, takeovers included (the robot's demonstrations), and the same robot
+  minutes, from a freshly initialised agent of the same networks (``vlmrl finetune --fresh-agent``).
+
+Every run is a real `vlmrl` process; at most ``--jobs`` (default 2) run at once, one torch thread each. A
+rerun collects what is finished and resumes the rest (finetune from its checkpoint, evaluations that are
+missing). The JSON has per condition the success curve over seeds (mean, sd), Welch p-values between the
+conditions at each evaluation (over seeds; with one seed, over the pooled episodes, labelled so),
+interventions and safety clips per fine-tuning episode over time, and ``lift_before``,
+``lift_after_30min``, ``lift_nominal`` (null, with the reason in ``reasons``, when not measured); every row
+records its commit and CPU.
+
+    python benchmarks/finetune_experiment.py --quick --json runs/bench/finetune-quick.json      # minutes
+    python benchmarks/finetune_experiment.py --tasks lift reach --seeds 0 1 2 3 4 \\
+        --robot-minutes 60 --eval-every 10 --eval-episodes 20 --json results/bench/finetune.json
+    python benchmarks/finetune_experiment.py --policy-run runs/lift-robot --unit b --seeds 0 ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import statistics
+import subprocess
+import sys
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deployable_tasks import finished as training_finished
+from deployable_tasks import train_argv
+from replay_experiment import provenance
+
+CONDITIONS: dict[str, tuple[str, ...]] = {
+    "interventions": (),
+    "keys_only": ("--scripted-operator.budget-steps", "0"),
+    "scratch": ("--fresh-agent",),
+}
+"""Each condition's options to `vlmrl finetune`, beside the common ones (``finetune_argv``)."""
+EVAL_SEED = 2_000_000
+"""Start state of the first evaluation episode: the held-out grid's (``vlmrl.perturbation_grid``), so the
+before figure is `vlmrl evaluate --robot.unit`'s; fine-tuning episodes start from seeds far below it."""
+FAST = ("--env.control-hz", "1000", "--twin-control-hz", "20")
+"""The twin steps as fast as the host allows; robot minutes count its 20 Hz control periods."""
+MAX_EPISODES = 100_000
+"""Episodes a fine-tuning stage may run: the robot minutes stop it first."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the experiment runs: robot minutes, evaluation points, episodes per evaluation."""
+
+    robot_minutes: float
+    eval_every: float
+    eval_episodes: int
+    finetune_args: tuple[str, ...] = ()
+    """Extra `vlmrl finetune` options of every condition (``--finetune-arg``)."""
+    collect_only: bool = False
+    """Run nothing: summarise the evaluations that exist (``--collect-only``)."""
+
+    def stages(self) -> list[float]:
+        """The robot minutes at which the fine-tuned policy is evaluated."""
+        count = round(self.robot_minutes / self.eval_every)
+        return [round(self.eval_every * k, 6) for k in range(1, count + 1)]
+
+
+def vlmrl(argv: list[str], log: Path) -> None:
+    """One `vlmrl` process, its output appended to ``log``; CalledProcessError naming the log if it fails."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a") as out:
+        out.write(f"$ vlmrl {' '.join(argv)}\n")
+        out.flush()
+        done = subprocess.run([sys.executable, "-m", "vlmrl", *argv], stdout=out, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        raise RuntimeError(f"vlmrl {argv[0]} failed (exit {done.returncode}); see {log}")
+
+
+def policy_run(task: str, seed: int, args: argparse.Namespace) -> Path:
+    """The deployable run of ``task`` and ``seed``: ``--policy-run``, else one trained (or resumed) here."""
+    if args.policy_run is not None:
+        return args.policy_run
+    run_dir = args.runs_dir / "policies" / f"{task}-s{seed}"
+    if not training_finished(run_dir) and not args.collect_only:
+        vlmrl(
+            train_argv(task, seed, run_dir, list(args.train_args)),
+            args.runs_dir / "logs" / f"train-{task}-s{seed}.log",
+        )
+    return run_dir
+
+
+def deploy(
+    policy: Path, unit: str | None, episodes: int, out_dir: Path, log: Path, run: bool = True
+) -> dict[str, object] | None:
+    """``policy`` on ``unit`` (None: the nominal twin) over the held-out start states: success rate, safety
+    clips per episode, each episode's outcome. A finished evaluation is read, not rerun; a missing one is
+    None unless ``run``."""
+    metrics = out_dir / "metrics.json"
+    if not metrics.is_file() and not run:
+        return None
+    if not metrics.is_file():
+        argv = ["deploy", "--policy", str(policy), "--episodes", str(episodes), "--seed", str(EVAL_SEED),
+                "--video-camera", "None", "--torch-threads", "1", "--out-dir", str(out_dir), *FAST]  # fmt: skip
+        if unit is not None:
+            argv += ["--robot.unit", unit]
+        vlmrl(argv, log)
+    rows = json.loads(metrics.read_text())["episodes"]
+    return {
+        "episodes": len(rows),
+        "success": round(statistics.mean(float(r["success"]) for r in rows), 4),
+        "outcomes": [int(r["success"]) for r in rows],
+        "safety_clips_per_episode": round(statistics.mean(sum(r["safety_clips"].values()) for r in rows), 3),
+    }
+
+
+def pick_unit(policy: Path, episodes: int, out_dir: Path, log: Path) -> tuple[str, dict[str, float]]:
+    """``--unit auto``: the unit where the policy's success drops most (`vlmrl evaluate --robot.unit all`,
+    first of a tie), and every unit's success."""
+    units = out_dir / "units.json"
+    if not units.is_file():
+        vlmrl(["evaluate", "--policy", str(policy), "--robot.unit", "all", "--episodes", str(episodes),
+               "--views", "0", "--out-dir", str(out_dir)], log)  # fmt: skip
+    summary = json.loads(units.read_text())["summary"]
+    success = {name: round(float(row["success_rate"]), 4) for name, row in summary.items()}
+    worst = min((s, name) for name, s in success.items() if name != "nominal")
+    return min(name for name, s in success.items() if name != "nominal" and s == worst[0]), success
+
+
+def finetune_argv(
+    run: Path,
+    unit: str,
+    condition: str,
+    seed: int,
+    minutes: float,
+    out_dir: Path,
+    extra: tuple[str, ...] = (),
+) -> list[str]:
+    """The `vlmrl finetune` arguments of one stage: up to ``minutes`` robot minutes in all, a new run or the
+    resume of the one in ``out_dir``. Fine-tuning episodes start from seed ``100,000 x seed`` on."""
+    resume = ["--resume"] if (out_dir / "checkpoint").exists() else []
+    return ["finetune", "--from", str(run), *resume, "--out-dir", str(out_dir), *CONDITIONS[condition],
+            "--robot.unit", unit, "--operator", "scripted", "--episodes", str(MAX_EPISODES),
+            "--robot-minutes", f"{minutes:g}", "--seed", str(100_000 * seed), "--torch-threads", "1", *FAST, *extra]  # fmt: skip
+
+
+def read_episodes(ft_dir: Path) -> list[dict[str, object]]:
+    """The fine-tuning episodes so far (``metrics.jsonl``)."""
+    path = ft_dir / "metrics.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def run_condition(
+    run: Path, unit: str, condition: str, seed: int, plan: Plan, out_dir: Path
+) -> dict[str, object]:
+    """One condition and seed: fine-tune stage by stage, deploying the policy on the unit after each."""
+    ft_dir, log = out_dir / "finetune", out_dir / "log.txt"
+    curve: dict[str, object] = {}
+    for minutes in plan.stages():
+        if plan.collect_only and not (out_dir / f"eval-{minutes:g}min" / "metrics.json").is_file():
+            break
+        spent = read_episodes(ft_dir)
+        if not spent or float(spent[-1]["robot_minutes"]) < minutes:  # type: ignore[arg-type]
+            vlmrl(finetune_argv(run, unit, condition, seed, minutes, ft_dir, plan.finetune_args), log)
+        snapshot = out_dir / f"policy-{minutes:g}min.pt"
+        if not snapshot.is_file():
+            snapshot.write_bytes((ft_dir / "policy.pt").read_bytes())
+        evaluation = deploy(snapshot, unit, plan.eval_episodes, out_dir / f"eval-{minutes:g}min", log) or {}
+        curve[f"{minutes:g}"] = {
+            **evaluation,
+            "robot_minutes_spent": spent_by(read_episodes(ft_dir), minutes),
+        }
+    return {
+        "condition": condition,
+        "seed": seed,
+        "curve": curve,
+        "episodes": over_time(read_episodes(ft_dir), plan),
+    }
+
+
+def spent_by(episodes: list[dict[str, object]], minutes: float) -> float:
+    """The robot minutes spent when the stage up to ``minutes`` stopped: at the end of the episode that
+    reached them (the last one so far if none has)."""
+    reached = [float(e["robot_minutes"]) for e in episodes if float(e["robot_minutes"]) >= minutes - 1e-9]  # type: ignore[arg-type]
+    return reached[0] if reached else float(episodes[-1]["robot_minutes"])  # type: ignore[arg-type]
+
+
+def over_time(episodes: list[dict[str, object]], plan: Plan) -> dict[str, dict[str, float]]:
+    """Per fine-tuning stage (the robot minutes it ran up to, the key): its episodes' count, success (the
+    operator's success key), intervention steps and takeovers per episode, safety clips per episode. A stage
+    runs until its minutes are spent, so an episode belongs to the first stage whose minutes exceed those
+    spent before it began."""
+    stages = plan.stages()
+    periods: dict[float, list[dict[str, object]]] = {}
+    began = 0.0
+    for e in episodes:
+        stage = next((m for m in stages if began < m - 1e-9), stages[-1])
+        periods.setdefault(stage, []).append(e)
+        began = float(e["robot_minutes"])  # type: ignore[arg-type]
+
+    def mean(rows: list[dict[str, object]], value: Any) -> float:
+        return statistics.mean(float(value(e)) for e in rows)
+
+    return {
+        f"{stage:g}": {
+            "episodes": len(rows),
+            "success": round(mean(rows, lambda e: bool(e["success"])), 4),
+            "interventions_per_episode": round(mean(rows, lambda e: e["interventions"]), 2),
+            "takeovers_per_episode": round(mean(rows, lambda e: e.get("takeovers", 0)), 3),
+            "safety_clips_per_episode": round(
+                mean(rows, lambda e: sum(e.get("safety_clips", {}).values())), 2
+            ),
+        }
+        for stage, rows in periods.items()
+    }
+
+
+def welch_p(a: list[float], b: list[float]) -> float | None:
+    """Two-sided Welch t-test p-value of ``a`` against ``b``; None when either has fewer than two values or both
+    have no spread (the test is undefined)."""
+    from scipy.stats import ttest_ind
+
+    if len(a) < 2 or len(b) < 2 or (statistics.pstdev(a) == 0 and statistics.pstdev(b) == 0):
+        return None
+    with warnings.catch_warnings():  # one constant sample (all seeds at 90%) is a valid Welch test
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return round(float(ttest_ind(a, b, equal_var=False).pvalue), 4)
+
+
+def summarize(rows: list[dict[str, object]], before: dict[str, object], plan: Plan) -> dict[str, object]:
+    """Per condition and evaluation: mean and sd of success over seeds; Welch p-values between the conditions;
+    interventions and safety clips over time (means over seeds)."""
+    conditions = list(dict.fromkeys(str(r["condition"]) for r in rows))
+    points = [f"{m:g}" for m in plan.stages()]
+    curves: dict[str, object] = {}
+    for condition in conditions:
+        runs = [r for r in rows if r["condition"] == condition]
+        per_point = {}
+        for point in points:
+            values = [float(r["curve"][point]["success"]) for r in runs if point in r["curve"]]  # type: ignore[index]
+            if values:
+                per_point[point] = {
+                    "success": round(statistics.mean(values), 4),
+                    "sd": round(statistics.stdev(values), 4) if len(values) > 1 else None,
+                    "seeds": len(values),
+                }
+        periods = {}
+        for point in points:
+            got = [r["episodes"][point] for r in runs if point in r["episodes"]]  # type: ignore[operator,index]
+            if got:
+                periods[point] = {
+                    key: round(statistics.mean(float(g[key]) for g in got), 3)
+                    for key in ("episodes", "success", "interventions_per_episode", "takeovers_per_episode",
+                                "safety_clips_per_episode")
+                }  # fmt: skip
+        curves[condition] = {"success": per_point, "finetune_episodes": periods}
+    p_values: dict[str, dict[str, object]] = {}
+    for a, b in itertools.combinations(conditions, 2):
+        pair: dict[str, object] = {}
+        for point in points:
+            seeds_a = [
+                float(r["curve"][point]["success"])
+                for r in rows
+                if r["condition"] == a and point in r["curve"]
+            ]  # type: ignore[index]
+            seeds_b = [
+                float(r["curve"][point]["success"])
+                for r in rows
+                if r["condition"] == b and point in r["curve"]
+            ]  # type: ignore[index]
+            if not seeds_a or not seeds_b:
+                continue
+            if len(seeds_a) > 1 and len(seeds_b) > 1:
+                pair[point] = {"p": welch_p(seeds_a, seeds_b), "over": "seeds"}
+            else:  # one seed: the evaluation episodes are the only samples (not independent runs)
+                eps_a = [
+                    float(o)
+                    for r in rows
+                    if r["condition"] == a and point in r["curve"]
+                    for o in r["curve"][point]["outcomes"]
+                ]  # type: ignore[index]
+                eps_b = [
+                    float(o)
+                    for r in rows
+                    if r["condition"] == b and point in r["curve"]
+                    for o in r["curve"][point]["outcomes"]
+                ]  # type: ignore[index]
+                pair[point] = {"p": welch_p(eps_a, eps_b), "over": "episodes (one seed)"}
+        p_values[f"{a}_vs_{b}"] = pair
+    return {"curves": curves, "p_values": p_values, "before": before}
+
+
+def headline(
+    task: str, figures: dict[str, object], before: dict[str, object], plan: Plan
+) -> dict[str, object]:
+    """``<task>_before``, ``<task>_after_30min`` and ``<task>_nominal`` (None with a reason where not measured)."""
+    out: dict[str, object] = {
+        f"{task}_before": before["unit_success"],
+        f"{task}_nominal": before["nominal_success"],
+    }
+    reasons: dict[str, str] = {}
+    curve = figures["curves"].get("interventions", {}).get("success", {})  # type: ignore[attr-defined]
+    if "30" in curve:
+        out[f"{task}_after_30min"] = curve["30"]["success"]
+    else:
+        out[f"{task}_after_30min"] = None
+        reached = max((float(k) for k in curve), default=0.0)
+        reasons[f"{task}_after_30min"] = (
+            f"not measured: fine-tuned with interventions for {reached:g} robot minutes (--robot-minutes "
+            f"{plan.robot_minutes:g}, evaluations every {plan.eval_every:g})"
+            if curve
+            else "not measured: the interventions condition did not run"
+        )
+    return {**out, "reasons": reasons}
+
+
+def run_task(
+    task: str, args: argparse.Namespace, plan: Plan, origin: dict[str, object]
+) -> tuple[dict[str, object], dict[str, object]]:
+    """One task: its policies, the unit, success before (unit and nominal), every condition and seed; returns
+    the summary (with every run's row) and the before figures."""
+    task_dir = args.runs_dir / task
+    with ThreadPoolExecutor(args.jobs) as pool:
+        runs = dict(zip(args.seeds, pool.map(lambda s: policy_run(task, s, args), args.seeds)))
+    unit, units = args.unit, None
+    if unit == "auto":
+        unit, units = pick_unit(runs[args.seeds[0]] / "policy.pt", args.unit_episodes, task_dir / "units",
+                                task_dir / "units.log")  # fmt: skip
+    befores: dict[Path, dict[str, object]] = {}
+    for seed, run in runs.items():  # one "before" per distinct policy
+        if run.resolve() not in befores:
+            befores[run.resolve()] = {
+                where: deploy(run / "policy.pt", None if where == "nominal" else unit, plan.eval_episodes,
+                              task_dir / f"before-s{seed}-{where}", task_dir / "before.log", not plan.collect_only)
+                for where in ("unit", "nominal")
+            }  # fmt: skip
+
+    def mean_success(where: str) -> float | None:
+        got = [float(b[where]["success"]) for b in befores.values() if b[where] is not None]  # type: ignore[index]
+        return round(statistics.mean(got), 4) if got else None
+
+    before = {
+        "unit": unit,
+        "unit_success": mean_success("unit"),
+        "nominal_success": mean_success("nominal"),
+        "per_policy": {str(run): b for run, b in befores.items()},
+        "units_auto": units,
+    }
+
+    def one(job: tuple[str, int]) -> dict[str, object]:
+        condition, seed = job
+        row = run_condition(runs[seed], str(unit), condition, seed, plan, task_dir / f"{condition}-s{seed}")
+        return {**row, "policy_run": str(runs[seed]), **origin}
+
+    with ThreadPoolExecutor(args.jobs) as pool:
+        rows = list(pool.map(one, [(c, s) for s in args.seeds for c in args.conditions]))
+    return {**summarize(rows, before, plan), "runs": rows}, before
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--tasks", nargs="+", default=["lift", "reach"], choices=["lift", "reach", "push", "place"]
+    )
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    parser.add_argument("--policy-run", type=Path, help="a finished `vlmrl train --recipe deployable` run to use "
+                        "for every seed (one task); else one is trained per task and seed")  # fmt: skip
+    parser.add_argument("--unit", default="auto", help="twin unit a..e, or auto: where the policy drops most")
+    parser.add_argument("--unit-episodes", type=int, default=10, help="episodes per unit for --unit auto")
+    parser.add_argument("--conditions", nargs="+", default=list(CONDITIONS), choices=list(CONDITIONS))
+    parser.add_argument("--robot-minutes", type=float, default=60.0, help="fine-tuning robot minutes per run")
+    parser.add_argument("--eval-every", type=float, default=10.0, help="robot minutes between evaluations")
+    parser.add_argument("--eval-episodes", type=int, default=20, help="episodes per evaluation")
+    parser.add_argument("--runs-dir", type=Path, default=Path("runs/finetune-experiment"))
+    parser.add_argument("--jobs", type=int, default=2, help="runs at a time (one per core)")
+    parser.add_argument("--train-arg", dest="train_args", action="append", default=[],
+                        help="an extra `vlmrl train` option for the policies trained here (repeatable)")  # fmt: skip
+    parser.add_argument(
+        "--quick", action="store_true", help="reach, one seed, a short policy, 1 robot minute"
+    )
+    parser.add_argument("--finetune-arg", dest="finetune_args", action="append", default=[],
+                        help="an extra `vlmrl finetune` option for every condition (repeatable), e.g. "
+                        "--finetune-arg=--scripted-operator.stall-steps=10")  # fmt: skip
+    parser.add_argument("--collect-only", action="store_true",
+                        help="run nothing: summarise the evaluations that exist (a run in progress)")  # fmt: skip
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.tasks, args.seeds = args.tasks[:1] if args.policy_run else ["reach"], args.seeds[:1]
+        args.robot_minutes, args.eval_every, args.eval_episodes = 1.0, 0.5, 3
+        args.runs_dir = args.runs_dir.with_name(args.runs_dir.name + "-quick")
+        if not args.policy_run:
+            args.train_args += [
+                "--total-steps=2000",
+                "--eval-every-steps=1000",
+                "--eval-episodes=2",
+                "--demo-episodes=5",
+            ]
+    if args.policy_run is not None and len(args.tasks) != 1:
+        parser.error("--policy-run gives one policy: name its task alone with --tasks")
+    if not args.eval_every > 0 or round(args.robot_minutes / args.eval_every) < 1:
+        parser.error("--eval-every must be positive and at most --robot-minutes")
+    plan = Plan(
+        args.robot_minutes, args.eval_every, args.eval_episodes, tuple(args.finetune_args), args.collect_only
+    )
+    origin = provenance()
+    report: dict[str, object] = {
+        "plan": {
+            **vars(plan),
+            "stages": plan.stages(),
+            "conditions": args.conditions,
+            "seeds": args.seeds,
+            "conditions_argv": {c: list(CONDITIONS[c]) for c in args.conditions},
+        },
+        "reasons": {},
+    }
+    for task in args.tasks:
+        figures, before = run_task(task, args, plan, origin)
+        top = headline(task, figures, before, plan)
+        report["reasons"].update(top.pop("reasons"))  # type: ignore[attr-defined]
+        report.update(top)
+        report[task] = figures
+        print(
+            f"{task} on unit {before['unit']}: before {before['unit_success']}, nominal {before['nominal_success']}"
+        )
+        for condition, curve in figures["curves"].items():  # type: ignore[attr-defined]
+            points = ", ".join(f"{m} min {v['success']:.2f}" for m, v in curve["success"].items())
+            print(f"  {condition:13s} {points}")
+    for task in ("lift",):
+        for key in (f"{task}_before", f"{task}_after_30min", f"{task}_nominal"):
+            if key not in report:
+                report[key] = None
+                report["reasons"][key] = f"not measured: --tasks {' '.join(args.tasks)}"  # type: ignore[index]
+    report["provenance"] = origin
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

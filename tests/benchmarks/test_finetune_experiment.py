@@ -1,0 +1,140 @@
+"""benchmarks/finetune_experiment.py: the fine-tuning experiment of issue #33, its smallest path end to end."""
+
+from __future__ import annotations
+
+import json
+
+import finetune_experiment
+import pytest
+
+from agents.config import SACConfig
+from buffer import BufferConfig
+from sim import SimConfig
+
+
+def row(condition: str, seed: int, success: dict[str, float]) -> dict[str, object]:
+    outcomes = {m: [1] * round(10 * s) + [0] * (10 - round(10 * s)) for m, s in success.items()}
+    return {
+        "condition": condition,
+        "seed": seed,
+        "curve": {m: {"success": s, "outcomes": outcomes[m]} for m, s in success.items()},
+        "episodes": {},
+    }
+
+
+def test_the_summary_gives_mean_spread_and_welch_p_over_seeds_or_over_episodes_with_one_seed() -> None:
+    plan = finetune_experiment.Plan(robot_minutes=10, eval_every=5, eval_episodes=10)
+    rows = [row("interventions", s, {"5": 0.5 + 0.1 * s, "10": 0.9}) for s in range(3)]
+    rows += [row("scratch", s, {"5": 0.0, "10": 0.1 * s}) for s in range(3)]
+    figures = finetune_experiment.summarize(rows, {}, plan)
+    five = figures["curves"]["interventions"]["success"]["5"]
+    assert five["success"] == pytest.approx(0.6) and five["sd"] == pytest.approx(0.1) and five["seeds"] == 3
+    p = figures["p_values"]["interventions_vs_scratch"]
+    assert p["10"]["over"] == "seeds" and p["10"]["p"] < 0.01
+    one_seed = finetune_experiment.summarize([rows[0], rows[3]], {}, plan)["p_values"]
+    assert one_seed["interventions_vs_scratch"]["5"] == {
+        "p": pytest.approx(0.015, abs=1e-3),
+        "over": "episodes (one seed)",
+    }
+
+
+def test_an_episode_counts_in_the_stage_it_began_in_since_a_stage_runs_until_its_minutes_are_spent() -> None:
+    plan = finetune_experiment.Plan(robot_minutes=1, eval_every=0.5, eval_episodes=5)
+    ends = [(0.2, 1, 40), (0.45, 0, 0), (0.52, 1, 30), (0.8, 0, 0), (1.03, 0, 10)]
+    episodes = [
+        {
+            "robot_minutes": m,
+            "success": bool(s),
+            "interventions": n,
+            "takeovers": int(n > 0),
+            "safety_clips": {"max_step": 2},
+        }
+        for m, s, n in ends
+    ]
+    periods = finetune_experiment.over_time(episodes, plan)
+    assert periods["0.5"] == {
+        "episodes": 3, "success": pytest.approx(2 / 3, abs=1e-4), "interventions_per_episode": pytest.approx(23.33),
+        "takeovers_per_episode": pytest.approx(0.667), "safety_clips_per_episode": 2.0,
+    }  # fmt: skip
+    assert periods["1"]["episodes"] == 2 and periods["1"]["interventions_per_episode"] == 5.0
+
+
+def tiny_reach_policy(run_dir) -> None:
+    """`vlmrl train` on twin reach with robot observations and joint-delta actions, a few steps: a policy with
+    the deployable recipe's interface, episodes of 6 steps."""
+    from vlmrl.pipelines import train
+
+    cfg = train.TrainConfig(
+        sim=SimConfig(
+            task="reach", cameras=("front",), image_size=32, max_episode_steps=6, action_mode="delta"
+        ),
+        agent=SACConfig(hidden_dims=(16, 16)),
+        policy_obs="robot",
+        buffer=BufferConfig(storage="memory", capacity_steps=100),
+        total_steps=12,
+        learning_starts=8,
+        batch_size=4,
+        eval_episodes=1,
+        video_episodes=0,
+        run_dir=str(run_dir),
+        progress=False,
+    )
+    assert train.main(cfg) == 0
+
+
+@pytest.mark.slow
+def test_the_smallest_experiment_runs_every_condition_through_finetune_and_writes_the_figures(
+    tmp_path,
+) -> None:
+    """One evaluation after 12 twin steps of fine-tuning on unit b; the operator takes over after 2 steps under
+    0.5 m of tool movement, so the interventions condition has takeovers and keys only has none."""
+    tiny_reach_policy(tmp_path / "policy")
+    out = tmp_path / "finetune.json"
+    argv = [
+        "--tasks", "reach", "--policy-run", str(tmp_path / "policy"), "--unit", "b", "--seeds", "0",
+        "--robot-minutes", "0.01", "--eval-every", "0.01", "--eval-episodes", "2", "--jobs", "3",
+        "--runs-dir", str(tmp_path / "exp"), "--json", str(out),
+        "--finetune-arg=--scripted-operator.stall-steps=2", "--finetune-arg=--scripted-operator.stall-m=0.5",
+        "--finetune-arg=--batch-size=4",
+    ]  # fmt: skip
+    assert finetune_experiment.main(argv) == 0
+    report = json.loads(out.read_text())
+    assert (
+        report["lift_before"] is None
+        and report["lift_after_30min"] is None
+        and report["lift_nominal"] is None
+    )
+    assert report["reasons"]["lift_before"] == "not measured: --tasks reach"
+    assert 0.0 <= report["reach_before"] <= 1.0 and 0.0 <= report["reach_nominal"] <= 1.0
+    assert (
+        report["reach_after_30min"] is None and "0.01 robot minutes" in report["reasons"]["reach_after_30min"]
+    )
+    reach = report["reach"]
+    assert set(reach["curves"]) == {"interventions", "keys_only", "scratch"}
+    for curve in reach["curves"].values():
+        assert set(curve["success"]) == {"0.01"} and curve["success"]["0.01"]["seeds"] == 1
+    assert set(reach["p_values"]) == {
+        "interventions_vs_keys_only",
+        "interventions_vs_scratch",
+        "keys_only_vs_scratch",
+    }
+    runs = {r["condition"]: r for r in reach["runs"]}
+    assert all(r["commit"] and r["cpu"] for r in runs.values())
+    # Each condition's settings reached finetune: its config, and what its operator did.
+    for condition, (fresh, budget) in {
+        "interventions": (False, 80),
+        "keys_only": (False, 0),
+        "scratch": (True, 80),
+    }.items():
+        config = json.loads(
+            (tmp_path / "exp" / "reach" / f"{condition}-s0" / "finetune" / "config.json").read_text()
+        )
+        assert config["fresh_agent"] is fresh and config["scripted_operator"]["budget_steps"] == budget
+        assert config["robot"]["unit"] == "b" and config["operator"] == "scripted"
+        periods = runs[condition]["episodes"]
+        assert (
+            sum(p["episodes"] for p in periods.values()) >= 2
+        )  # 6-step episodes (3 once keys only gives up), 12 steps
+        takeovers = [p["interventions_per_episode"] for p in periods.values()]
+        assert (max(takeovers) == 0) if condition == "keys_only" else (min(takeovers) > 0)
+        assert runs[condition]["curve"]["0.01"]["robot_minutes_spent"] >= 0.01
