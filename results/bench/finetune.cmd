@@ -1,1 +1,0 @@
-python benchmarks/finetune_experiment.py --tasks lift --policy-run lift-nt-utd2e10-s0 --unit b --seeds 0 --conditions interventions scratch keys_only --robot-minutes 1 --eval-every 0.5 --eval-episodes 5 --jobs 3 --runs-dir runs/fx --json results/bench/finetune.json  # run at 04b8754, summarised with --collect-only at 718aa73
