@@ -30,7 +30,7 @@ def test_a_checkpoint_of_2026_12_03_loads_with_its_config_and_loop_state() -> No
 def test_a_policy_file_of_2026_12_03_loads_and_acts_within_its_bounds() -> None:
     policy = load_policy(OLD_RUN / "policy.pt")
     assert policy.run["task"] == "reach"
-    (key, (shape, _)), = policy.obs_spec.items()
+    ((key, (shape, _)),) = policy.obs_spec.items()
     action = policy({key: np.zeros(shape, np.float32)})
     assert np.all(action >= policy.action_low) and np.all(action <= policy.action_high)
 
@@ -42,4 +42,6 @@ def test_a_run_of_2026_12_03_resumes_and_finishes(tmp_path: Path, capsys) -> Non
     assert trainer.state.step >= 120
     outputs = trainer.run()  # total_steps reached: the final evaluation, checkpoint, policy and report
     assert outputs["policy"].is_file() and outputs["report"].is_file()
-    assert "holds 0 episodes but the checkpoint was taken at" in capsys.readouterr().out  # no buffer.zarr kept
+    assert (
+        "holds 0 episodes but the checkpoint was taken at" in capsys.readouterr().out
+    )  # no buffer.zarr kept

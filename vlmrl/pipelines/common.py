@@ -322,28 +322,6 @@ def write_config(cfg: Any, out_dir: Path) -> None:
     (out_dir / "config.json").write_text(json.dumps(asdict(cfg), indent=2, default=str) + "\n")
 
 
-def open_episode_store(
-    store: Path,
-    buffer_cfg: Any,
-    obs_spec: dict[str, Any],
-    action_dim: int,
-    info_keys: tuple[str, ...],
-    record_attrs: dict[str, Any],
-) -> Any:
-    """Open (or create) a zarr episode store with ``record_attrs`` under its ``vlmrl_record`` attribute.
-
-    The store keeps its group metadata in memory and rewrites it on every commit, so the attribute is
-    written while no buffer holds the store, then the store is reopened (and keeps it from then on).
-    """
-    import zarr
-
-    from buffer import make_buffer
-
-    make_buffer(buffer_cfg, obs_spec, action_dim, info_keys, path=str(store)).close()
-    zarr.open_group(str(store), mode="a").attrs["vlmrl_record"] = record_attrs
-    return make_buffer(buffer_cfg, obs_spec, action_dim, info_keys, path=str(store))
-
-
 def episode_steps_of(sim: Any) -> int | None:
     """Steps of a sim config's episodes: its ``max_episode_steps``, else the SO-101 task's default (None for
     other suites' defaults)."""

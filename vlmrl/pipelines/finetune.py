@@ -87,25 +87,25 @@ from buffer.config import BufferConfig
 from robot.config import ArmConfig
 from sim.config import ScriptedOperatorConfig, joint_delta_scale
 from vlm.config import WorkerConfig
-from vlmrl.checkpoint import checkpoint_dir, load_checkpoint, save_checkpoint
+from vlmrl.assembly import ScoringSpec, StoreSpec, build_agent, build_learner, learner_checkpoint
+from vlmrl.checkpoint import holds_checkpoint, load_checkpoint, save_checkpoint
 from vlmrl.env_actor import POLICY_VERSION_KEY
 from vlmrl.errors import ConfigError
-from vlmrl.learner import Learner, LoopState, UpdatePlan
+from vlmrl.learner import LoopState, UpdatePlan
 from vlmrl.pipelines.common import (
     RobotEnvConfig,
     adopt_trained,
     check_policy_fits,
     fit_to_policy,
     make_robot_env,
-    open_episode_store,
     policy_run_info,
     write_config,
 )
 from vlmrl.robot_actor import RobotKit, RobotSide, describe_env
 from vlmrl.run_dir import NewPaths
-from vlmrl.scoring import ScoringLink, aux_reward_for
+from vlmrl.scorer_choice import parse_scorer, ready_scorer
 from vlmrl.sources import ROBOT_INFO_KEYS, RobotEpisodes
-from vlmrl.train_config import RayConfig, takes_td_errors
+from vlmrl.train_config import RayConfig
 
 logger = logging.getLogger("vlmrl.finetune")
 
@@ -228,21 +228,6 @@ def action_space_of(state: dict[str, Any]) -> Any:
         sim_env.close()
 
 
-def make_sim_scorer(train: Any, from_run: Path, prompt: str) -> Any:
-    """The sim run's scorer, through the run's score calibration when it had one (the copy `vlmrl train`
-    keeps in its run directory), so fine-tuning scores clips the way training did."""
-    from vlm import apply_calibration, make_scorer
-
-    scorer = make_scorer(train.scorer)
-    if getattr(train, "score_calibration", None):
-        try:
-            return apply_calibration(scorer, from_run / SCORE_CALIBRATION_FILE, prompt)
-        except BaseException:
-            scorer.close()
-            raise
-    return scorer
-
-
 def fit_to_sim_run(cfg: Config, train: Any, offline: bool = False) -> Config:
     """``cfg`` with the sim run's task, cameras, image size, control rate, episode length and anti-windup
     bound where they were left at their defaults, as ``vlmrl deploy`` fits a policy file
@@ -294,8 +279,6 @@ def reward_scorer(cfg: Config, train: Any) -> tuple[Any, str]:
     if cfg.scorer is not None and cfg.scorer.strip().lower() == "none":
         return None, f"{keys} only (--scorer none)"
     if cfg.scorer is not None:
-        from vlmrl.scorer_eval import parse_scorer
-
         scorer = parse_scorer(cfg.scorer, "--scorer")
         if scorer.kind == "oracle":
             raise ConfigError(
@@ -338,10 +321,8 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     """
     import torch
 
-    from agents.errors import AgentError
     from agents.export import export_policy
-    from agents.sac import SAC
-    from agents.sim_to_robot import estimate_dim_of, load_sim_into_robot_sac
+    from agents.sim_to_robot import estimate_dim_of
     from robot.signals import interrupt_on_signals
     from vlmrl.finetune_report import write_report
     from vlmrl.offline import is_offline_run
@@ -362,21 +343,10 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     obs_spec = policy_obs_spec(state)  # the policy's robot keys, never the privileged state
     action_space: Any = action_space_of(state)  # the units the agent was trained in; the safety layer clips
     resumed = load_finetune_checkpoint(cfg)
-    agent = SAC(train.agent, obs_spec, action_space, estimate_dim=estimate_dim_of(state["agent"]))
-    if resumed:
-        agent.load_state_dict(resumed["agent"])
-    elif getattr(train, "asymmetric_critic", False):
-        try:
-            how = load_sim_into_robot_sac(agent, state["agent"])
-        except AgentError as exc:
-            raise ConfigError(f"--from {cfg.from_run}: {exc}") from None
-        print(
-            f"finetune: the critics of {cfg.from_run} were handed over without their privileged inputs: {how}"
-        )
-    else:
-        agent.load_state_dict(state["agent"])
-    if not resumed:  # a resumed run keeps the warm-up its checkpoint recorded
-        agent.critic_only_until = agent.num_updates + cfg.critic_warmup_updates
+    agent = build_agent(
+        train.agent, obs_spec, action_space, estimate_dim=estimate_dim_of(state["agent"]), checkpoint=resumed,
+        start=lambda agent: start_from_sim_run(agent, cfg, train, state),
+    )  # fmt: skip
     # config.json is written once the robot, the policy fit and the store are checked; a run failing on
     # them leaves the previous run's files as they were (and removes an empty safety.jsonl/store it made).
     new = NewPaths(cfg.out_dir, ["safety.jsonl", "buffer.zarr", *(f"arm-{i}" for i in range(cfg.actors))])
@@ -398,67 +368,33 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     with interrupt_on_signals(), arms as (side, source_for):
         camera = f"pixels/{side.cameras[0]}" if side.cameras else ""
         with new.removed_on_failure():
-            scorer, prompt = open_scorer(cfg, train, scorer_cfg, side, camera)
-        weight = aux_weight_of(cfg, train) if scorer is not None else 0.0
-        buffer_cfg = dataclasses.replace(
-            cfg.buffer,
-            storage="zarr",
-            clip_camera=cfg.buffer.clip_camera or camera,
-            aux_reward_scorer=scorer.scorer_id if scorer is not None and weight > 0 else "",
-            aux_reward_weight=weight,
-            gamma=train.buffer.gamma,
-            n_step=train.buffer.n_step,
-        )
-        record_attrs = {
-            "task_description": side.task_description,
-            "control_hz": cfg.env.control_hz,
-            "robot_type": cfg.robot.type,
-            "robot_unit": cfg.robot.unit,
-            "operator": cfg.operator,
-            "reward": reward_words,
-            "action_keys": list(side.action_keys),
-            "cameras": list(side.cameras),
-            "from_run": str(cfg.from_run),
-        }
-        store = cfg.out_dir / "buffer.zarr"
-        info_keys = INFO_KEYS + ((POLICY_VERSION_KEY,) if cfg.actors else ())
-        with new.removed_on_failure():
-            try:
-                buffer = open_episode_store(
-                    store, buffer_cfg, side.obs_spec, side.action_dim, info_keys, record_attrs
-                )
-            except BaseException:
-                if scorer is not None:
-                    scorer.close()
-                raise
-        loop = LoopState()
-        if resumed:
-            if buffer.num_episodes != resumed["num_episodes_committed"]:
-                buffer.close()
-                if scorer is not None:
-                    scorer.close()
-                raise ConfigError(
-                    f"--resume: {store} holds {buffer.num_episodes} episodes but the checkpoint in {cfg.out_dir} "
-                    f"was taken at {resumed['num_episodes_committed']}; the store changed after the checkpoint"
-                )
-            buffer.load_state_dict(resumed["buffer"])
-            loop = dataclasses.replace(resumed["loop"])
+            ready = open_scorer(cfg, train, scorer_cfg, side, camera)
+            weight = aux_weight_of(cfg, train) if ready is not None else 0.0
+            learner = build_learner(
+                agent,
+                store_spec(
+                    cfg, train, side, camera, weight, ready[0].scorer_id if ready else "", reward_words
+                ),
+                UpdatePlan(
+                    batch_size=cfg.batch_size or train.batch_size,
+                    utd_ratio=train.agent.utd_ratio,
+                    learning_starts=cfg.learning_starts,
+                    between_episodes=True,  # learning never stretches a control period
+                    policy_keys=tuple(obs_spec),
+                ),
+                cfg.seed,
+                scorer=ready,
+                scoring=ScoringSpec(
+                    worker=cfg.worker,
+                    aux_reward=train.aux_reward,
+                    aux_weight=weight,
+                    wait_s=cfg.wait_for_scores_s,
+                ),
+                checkpoint=resumed,
+                changed_store=lambda stored, checkpointed: refuse_changed_store(cfg, stored, checkpointed),
+            )
+        buffer, link, loop = learner.buffer, learner.link, learner.state
         write_config(cfg, cfg.out_dir)
-        link = None
-        if scorer is not None:
-            aux = aux_reward_for(train.aux_reward, weight, buffer_cfg.gamma)
-            link = ScoringLink(buffer, scorer, prompt, cfg.worker, aux, wait_s=cfg.wait_for_scores_s)
-            if resumed and resumed.get("scoring") is not None:
-                link.load_state_dict(resumed["scoring"])
-        plan = UpdatePlan(
-            batch_size=cfg.batch_size or train.batch_size,
-            utd_ratio=train.agent.utd_ratio,
-            learning_starts=cfg.learning_starts,
-            between_episodes=True,  # learning never stretches a control period
-            td_priorities=takes_td_errors(buffer_cfg.sampler),
-            policy_keys=tuple(obs_spec),
-        )
-        learner = Learner(agent, buffer, link, plan, loop, np.random.default_rng(cfg.seed))
         episodes = source_for(buffer)
         stop_at = loop.episode + cfg.episodes
 
@@ -470,7 +406,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
             stats = episode_record(stats, loop, buffer, control_hz)
             log_episode(cfg.out_dir, stats)
             save_checkpoint(
-                cfg.out_dir, checkpoint_state(cfg, train, agent, buffer, loop, link, obs_spec), buffer
+                cfg.out_dir, learner_checkpoint(learner, cfg, obs_spec, train_config=train), buffer
             )
             last.clear()
             last.update(stats)
@@ -488,6 +424,65 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         f"{cfg.out_dir / 'policy.pt'}, {cfg.out_dir / 'report.md'}"
     )
     return last
+
+
+def start_from_sim_run(agent: Any, cfg: Config, train: Any, state: dict[str, Any]) -> None:
+    """A new fine-tuning run's agent: the sim run's (its critics handed over without their privileged inputs
+    when it trained with ``--asymmetric-critic``), the critics alone learning for ``--critic-warmup-updates``."""
+    from agents.errors import AgentError
+    from agents.sim_to_robot import load_sim_into_robot_sac
+
+    if getattr(train, "asymmetric_critic", False):
+        try:
+            how = load_sim_into_robot_sac(agent, state["agent"])
+        except AgentError as exc:
+            raise ConfigError(f"--from {cfg.from_run}: {exc}") from None
+        print(
+            f"finetune: the critics of {cfg.from_run} were handed over without their privileged inputs: {how}"
+        )
+    else:
+        agent.load_state_dict(state["agent"])
+    agent.critic_only_until = agent.num_updates + cfg.critic_warmup_updates
+
+
+def store_spec(
+    cfg: Config, train: Any, side: RobotSide, camera: str, weight: float, scorer_id: str, reward_words: str
+) -> StoreSpec:
+    """The fine-tuning run's replay buffer: a zarr store in ``out_dir`` that is a recording of the arm (its
+    ``vlmrl_record`` attributes), with the sim run's discount and n-step."""
+    buffer_cfg = dataclasses.replace(
+        cfg.buffer,
+        storage="zarr",
+        clip_camera=cfg.buffer.clip_camera or camera,
+        aux_reward_scorer=scorer_id if weight > 0 else "",
+        aux_reward_weight=weight,
+        gamma=train.buffer.gamma,
+        n_step=train.buffer.n_step,
+    )
+    record = {
+        "task_description": side.task_description,
+        "control_hz": cfg.env.control_hz,
+        "robot_type": cfg.robot.type,
+        "robot_unit": cfg.robot.unit,
+        "operator": cfg.operator,
+        "reward": reward_words,
+        "action_keys": list(side.action_keys),
+        "cameras": list(side.cameras),
+        "from_run": str(cfg.from_run),
+    }
+    info_keys = INFO_KEYS + ((POLICY_VERSION_KEY,) if cfg.actors else ())
+    return StoreSpec(
+        cfg=buffer_cfg, obs_spec=side.obs_spec, action_dim=side.action_dim, info_keys=info_keys,
+        path=cfg.out_dir / "buffer.zarr", record=record,
+    )  # fmt: skip
+
+
+def refuse_changed_store(cfg: Config, stored: int, checkpointed: int) -> None:
+    """A resume refuses a store that changed after its checkpoint."""
+    raise ConfigError(
+        f"--resume: {cfg.out_dir / 'buffer.zarr'} holds {stored} episodes but the checkpoint in {cfg.out_dir} "
+        f"was taken at {checkpointed}; the store changed after the checkpoint"
+    )
 
 
 def episode_record(stats: dict[str, Any], loop: LoopState, buffer: Any, control_hz: float) -> dict[str, Any]:
@@ -521,26 +516,21 @@ def log_episode(out_dir: Path, stats: dict[str, Any]) -> None:
     print(episode_line(stats))
 
 
-def open_scorer(cfg: Config, train: Any, scorer_cfg: Any, side: RobotSide, camera: str) -> tuple[Any, str]:
-    """The reward's scorer (None: the keys alone) and its prompt: the sim run's own through its score
-    calibration, or ``--scorer``'s, checked against the clips' camera and frame size when it declares them."""
-    from vlm import make_scorer, scorer_prompt
-
+def open_scorer(
+    cfg: Config, train: Any, scorer_cfg: Any, side: RobotSide, camera: str
+) -> tuple[Any, str] | None:
+    """The reward's ready scorer and its prompt (None: the keys alone): the sim run's own, asked as training
+    asked it and through its score calibration (the copy `vlmrl train` keeps in its run directory), or
+    ``--scorer``'s, checked against the clips' camera and frame size when it declares them."""
     if scorer_cfg is None:
-        return None, ""
+        return None
     if cfg.scorer is None:  # the sim run's
-        prompt = train.prompt or scorer_prompt(side.task_description, train.scorer.kind)  # as train builds it
-        return make_sim_scorer(train, cfg.from_run, prompt), prompt
-    prompt = scorer_prompt(side.task_description, scorer_cfg.kind)
-    scorer = make_scorer(scorer_cfg)
-    check = getattr(scorer, "check_source", None)
-    if check is not None and camera:
-        try:
-            check(camera.removeprefix("pixels/"), side.obs_spec[camera][0][:2])
-        except BaseException:
-            scorer.close()
-            raise
-    return scorer, prompt
+        calibration = (
+            cfg.from_run / SCORE_CALIBRATION_FILE if getattr(train, "score_calibration", None) else None
+        )
+        return ready_scorer(train.scorer, side.task_description, prompt=train.prompt, calibration=calibration)
+    source = (camera.removeprefix("pixels/"), side.obs_spec[camera][0][:2]) if camera else None
+    return ready_scorer(scorer_cfg, side.task_description, source=source)
 
 
 def check_operator(cfg: Config) -> None:
@@ -803,54 +793,12 @@ def sim_policy_run_info(run_dir: Path) -> dict[str, Any] | None:
     return {**run, "fine_tuned_from": str(run_dir)} if run else None
 
 
-def checkpoint_state(
-    cfg: Config,
-    train: Any,
-    agent: Any,
-    buffer: Any,
-    loop: LoopState,
-    link: ScoringLink | None,
-    obs_spec: dict,
-) -> dict[str, Any]:
-    """What a fine-tuning checkpoint holds: the format of `vlmrl train`'s (``vlmrl.checkpoint``), with the
-    fine-tuning config as ``config`` and the sim run's as ``train_config``."""
-    return {
-        "config": cfg,
-        "train_config": train,
-        "agent": agent.state_dict(),
-        "buffer": buffer.state_dict(),
-        "loop": dataclasses.replace(loop, evals=list(loop.evals), train_log=list(loop.train_log)),
-        "num_episodes_committed": buffer.num_episodes,
-        "scoring": None if link is None else link.state_dict(),
-        "buffer_config": buffer.cfg,  # as resolved (sampler, aux-reward weight): for reading only
-        "policy_obs_spec": {k: (tuple(shape), np.dtype(dt).name) for k, (shape, dt) in obs_spec.items()},
-    }
-
-
-LEGACY_CHECKPOINT = "checkpoint.pt"
-"""The single-file fine-tuning checkpoint of versions before the shared format (still resumable)."""
-
-
 def load_finetune_checkpoint(cfg: Config) -> dict[str, Any] | None:
     """The checkpoint to resume from (None for a new run); refuses to mix a new run into an old one."""
-    legacy = cfg.out_dir / LEGACY_CHECKPOINT
     if not cfg.resume:
-        if legacy.exists() or checkpoint_dir(cfg.out_dir).exists():
+        if holds_checkpoint(cfg.out_dir):
             raise ConfigError(
                 f"--out-dir {cfg.out_dir} holds a fine-tuning run; continue it with --resume or choose another"
             )
         return None
-    if legacy.is_file() and not checkpoint_dir(cfg.out_dir).exists():
-        import torch
-
-        try:
-            old = torch.load(legacy, map_location="cpu", weights_only=False)  # our own file
-        except Exception as exc:
-            raise ConfigError(f"--resume: cannot read {legacy}: {exc}") from None
-        return {
-            "agent": old["agent"],
-            "buffer": old["buffer"],
-            "loop": LoopState(episode=int(old["episode"]) + 1),
-            "num_episodes_committed": old["num_episodes"],
-        }
-    return load_checkpoint(cfg.out_dir, flag="--resume", required=("agent", "buffer", "loop"))
+    return load_checkpoint(cfg.out_dir, flag="--resume", required=("agent", "buffer", "loop"), legacy=True)
