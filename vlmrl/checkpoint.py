@@ -70,6 +70,18 @@ def holds_checkpoint(run_dir: Path) -> bool:
     return checkpoint_dir(run_dir).exists() or (run_dir / LEGACY_FINETUNE_FILE).exists()
 
 
+def checkpoint_to_resume(
+    run_dir: Path, resume: bool, flag: str, required: tuple[str, ...] = ()
+) -> dict[str, Any] | None:
+    """The checkpoint a run continues from (``resume``; a legacy fine-tuning file too), or None for a new
+    run, which must not mix into a directory holding one (one-line ConfigError naming ``flag``)."""
+    if not resume:
+        if holds_checkpoint(run_dir):
+            raise ConfigError(f"{flag} {run_dir} holds a run; continue it with --resume or choose another")
+        return None
+    return load_checkpoint(run_dir, flag="--resume", required=required, legacy=True)
+
+
 def load_checkpoint(
     run_dir: Path, flag: str = "--resume", required: tuple[str, ...] = (), legacy: bool = False
 ) -> dict[str, Any]:
