@@ -65,7 +65,7 @@ def _custom(
     with ExitStack() as stack:
         stack.enter_context(twin_tasks(tasks))
         if robots:
-            from vlmrl.pipelines.common import robot_types
+            from vlmrl.robot_env import robot_types
 
             stack.enter_context(robot_types(dict(robots)))
         yield

@@ -22,10 +22,13 @@ import torch
 
 from buffer import ReplayBuffer
 from vlmrl.errors import ConfigError
+from vlmrl.learner import LoopState
 
 CHECKPOINT_DIR = "checkpoint"
 STATE_FILE = "state.pt"
 BUFFER_DIR = "buffer"
+LEGACY_FINETUNE_FILE = "checkpoint.pt"
+"""The single-file fine-tuning checkpoint of versions before the shared format (still resumable)."""
 
 
 def checkpoint_dir(run_dir: Path) -> Path:
@@ -62,7 +65,26 @@ def save_checkpoint(run_dir: Path, state: dict[str, Any], buffer: ReplayBuffer) 
     return path
 
 
-def load_checkpoint(run_dir: Path, flag: str = "--resume", required: tuple[str, ...] = ()) -> dict[str, Any]:
+def holds_checkpoint(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a checkpoint (of the shared format or a legacy fine-tuning one)."""
+    return checkpoint_dir(run_dir).exists() or (run_dir / LEGACY_FINETUNE_FILE).exists()
+
+
+def checkpoint_to_resume(
+    run_dir: Path, resume: bool, flag: str, required: tuple[str, ...] = ()
+) -> dict[str, Any] | None:
+    """The checkpoint a run continues from (``resume``; a legacy fine-tuning file too), or None for a new
+    run, which must not mix into a directory holding one (one-line ConfigError naming ``flag``)."""
+    if not resume:
+        if holds_checkpoint(run_dir):
+            raise ConfigError(f"{flag} {run_dir} holds a run; continue it with --resume or choose another")
+        return None
+    return load_checkpoint(run_dir, flag="--resume", required=required, legacy=True)
+
+
+def load_checkpoint(
+    run_dir: Path, flag: str = "--resume", required: tuple[str, ...] = (), legacy: bool = False
+) -> dict[str, Any]:
     """Read a run's checkpoint state (`vlmrl train` and `vlmrl finetune` write the same format), filling
     config fields added since it was written with their defaults (``fill_new_fields``).
 
@@ -70,15 +92,31 @@ def load_checkpoint(run_dir: Path, flag: str = "--resume", required: tuple[str, 
         run_dir: the run directory holding ``checkpoint/state.pt``.
         flag: the option that named ``run_dir``, for the error message.
         required: entries the caller needs (one-line ConfigError naming the first one missing).
+        legacy: also read a fine-tuning run of the single-file format (``LEGACY_FINETUNE_FILE``) as the
+            entries of the shared one (agent, buffer, loop, num_episodes_committed).
 
     Raises:
         ConfigError: naming the missing, unreadable or incomplete file.
     """
     path = checkpoint_dir(run_dir) / STATE_FILE
+    old = run_dir / LEGACY_FINETUNE_FILE
+    if legacy and old.is_file() and not checkpoint_dir(run_dir).exists():
+        return from_legacy_finetune(read_state(old, run_dir, flag))
     if not path.is_file():
         raise ConfigError(
             f"{flag} {run_dir}: no checkpoint at {path} (is this a `vlmrl train` run directory?)"
         )
+    state = read_state(path, run_dir, flag)
+    for key in required:
+        if key not in state:
+            raise ConfigError(f"{flag} {run_dir}: {path} has no {key!r} entry")
+    for value in state.values():  # config, train_config, loop
+        fill_new_fields(value)
+    return state
+
+
+def read_state(path: Path, run_dir: Path, flag: str) -> dict[str, Any]:
+    """The dict a checkpoint file holds; one-line ConfigError for an unreadable or foreign file."""
     try:
         # Our own file (it holds numpy RNG states and the config dataclass), so full unpickling is fine.
         state = torch.load(path, map_location="cpu", weights_only=False)
@@ -86,12 +124,18 @@ def load_checkpoint(run_dir: Path, flag: str = "--resume", required: tuple[str, 
         raise ConfigError(f"{flag} {run_dir}: cannot read {path}: {exc}") from None
     if not isinstance(state, dict):
         raise ConfigError(f"{flag} {run_dir}: {path} is not a checkpoint (no dict of entries)")
-    for key in required:
-        if key not in state:
-            raise ConfigError(f"{flag} {run_dir}: {path} has no {key!r} entry")
-    for value in state.values():  # config, train_config, loop
-        fill_new_fields(value)
     return state
+
+
+def from_legacy_finetune(old: dict[str, Any]) -> dict[str, Any]:
+    """The entries of the shared format a legacy fine-tuning checkpoint gives (its loop resumes at the
+    episode after its last)."""
+    return {
+        "agent": old["agent"],
+        "buffer": old["buffer"],
+        "loop": LoopState(episode=int(old["episode"]) + 1),
+        "num_episodes_committed": old["num_episodes"],
+    }
 
 
 def fill_new_fields(obj: Any) -> None:

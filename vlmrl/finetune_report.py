@@ -13,10 +13,15 @@ from typing import Any
 
 import numpy as np
 
+from vlmrl.learner import LoopState
+
 CURVE_FILE = "success_vs_robot_minutes.png"
 """The curve report.md shows, in the run directory."""
 ROLLING_EPISODES = 10
 """Episodes in the curve's rolling success rate."""
+
+Config = Any
+"""A ``vlmrl finetune`` config (``vlmrl.pipelines.finetune.Config``)."""
 
 
 def episode_line(stats: dict[str, Any]) -> str:
@@ -118,3 +123,51 @@ def write_report(out_dir: Path, facts: dict[str, Any]) -> Path:
     path = out_dir / "report.md"
     path.write_text("\n".join(lines))
     return path
+
+
+def episode_record(stats: dict[str, Any], loop: LoopState, buffer: Any, control_hz: float) -> dict[str, Any]:
+    """One episode's line of ``metrics.jsonl``: the source's stats in plain types, the episode number, the
+    robot minutes so far (every step collected, over the control rate), scored clips and transitions."""
+    rest = {k: v for k, v in stats.items() if k not in ("return", "success", "length", "interventions")}
+    return {
+        "return": stats["return"],
+        "success": bool(stats["success"]),
+        "steps": int(stats["length"]),
+        "interventions": int(stats["interventions"]),
+        **rest,
+        "episode": loop.episode - 1,
+        "robot_minutes": loop.step / control_hz / 60.0,
+        "scored": int(stats.get("scorer/scored", 0)),
+        "transitions": buffer.num_transitions,
+    }
+
+
+def log_episode(out_dir: Path, stats: dict[str, Any]) -> None:
+    """Append the episode to ``metrics.jsonl`` (its operator's signals to ``operator.jsonl``) and print its
+    line."""
+    operator = stats.pop("operator", None)
+    with (out_dir / "metrics.jsonl").open("a") as f:
+        f.write(json.dumps(stats, default=float) + "\n")
+    if operator is not None:
+        with (out_dir / "operator.jsonl").open("a") as f:
+            f.write(json.dumps({"episode": stats["episode"], **operator}, default=float) + "\n")
+    print(episode_line(stats))
+
+
+def describe_robot(cfg: Config) -> str:
+    """The arm in words, for report.md."""
+    if cfg.robot.type == "sim_so101":
+        return f"the twin (sim_so101), unit {cfg.robot.unit or 'nominal'} (sim.units), task {cfg.task}"
+    return f"{cfg.robot.type} on {cfg.robot.port} (id {cfg.robot.id})"
+
+
+def describe_operator(cfg: Config) -> str:
+    """Who pressed the keys, in words, for report.md."""
+    if cfg.operator == "scripted":
+        o = cfg.scripted_operator
+        return (
+            f"scripted (sim.scripted_operator): takeovers with the twin's expert after a stall ({o.stall_steps} "
+            f"steps under {o.stall_m:g} m) or a drift out of the workspace, {o.takeover_steps} steps each, at "
+            f"most {o.budget_steps} per episode; signals per episode in operator.jsonl"
+        )
+    return f"a person (keyboard keys; takeovers with the {cfg.teleop})"

@@ -295,7 +295,7 @@ def twin_env(episodes: Episodes, obs_keys: list[str], run_dir: Path) -> Any:
         sim["cameras"] = tuple(sim.get("cameras", ())) if cameras_needed else ()
         return make_env(SimConfig(**sim))
     if attrs.get("robot_type") == "sim_so101":
-        from vlmrl.pipelines.common import RobotEnvConfig, make_robot_env
+        from vlmrl.robot_env import RobotEnvConfig, make_robot_env
 
         recorded_path = Path(episodes.source).parent / "config.json"
         recorded = json.loads(recorded_path.read_text()) if recorded_path.is_file() else {}

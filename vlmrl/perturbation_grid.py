@@ -163,6 +163,7 @@ def run_grid(
     scorer: Any = None,
     scorer_kind: str = "",
     on_row: Callable[[str, list[dict[str, Any]]], None] | None = None,
+    prompt: str = "",
 ) -> GridResult:
     """Runs every row of ``spec`` with ``policy`` in ``env`` (the SO-101 twin, perhaps wrapped).
 
@@ -174,6 +175,8 @@ def run_grid(
             declares them, as a learned scorer does; else the front camera at the env's image size).
         scorer_kind: Its config's ``kind`` (the prompt depends on it: ``vlm.prompts.scorer_prompt``).
         on_row: Called with each row's name and episodes as it finishes (progress lines).
+        prompt: The prompt to ask the scorer with (``vlmrl.scorer_choice.ready_scorer``'s); empty: the one
+            the twin's task description gives for ``scorer_kind``.
 
     Raises:
         ConfigError: an unknown preset or factor (one line); a scorer that refuses the frames raises its
@@ -182,7 +185,7 @@ def run_grid(
     from vlm import scorer_prompt
 
     rows_spec = grid_rows(spec)
-    view, prompt = None, ""
+    view = None
     if scorer is not None:
         size = env.unwrapped.cfg.image_size
         camera, hw = getattr(scorer, "camera", "front"), getattr(scorer, "image_hw", (size, size))
@@ -193,7 +196,7 @@ def run_grid(
         if check is not None:
             check(camera, (side, side))
         view = ScorerView(camera, side)
-        prompt = scorer_prompt(env.unwrapped.task_description, scorer_kind)
+        prompt = prompt or scorer_prompt(env.unwrapped.task_description, scorer_kind)
     seeds = spec.seeds()
     rows, frames, aucs = {}, {}, {}
     scored: dict[str, tuple[np.ndarray, np.ndarray]] = {}

@@ -24,7 +24,6 @@ report directory, and the JSON to ``--json PATH`` as well. Evaluation reads the 
 from __future__ import annotations
 
 import json
-import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from buffer.clips import ClipRef
+from vlmrl.scorer_choice import parse_scorer, ready_scorer
 
 
 @dataclass
@@ -147,31 +147,6 @@ def plot_roc_and_reliability(out_dir: Path, curves: dict[str, tuple[np.ndarray, 
         names.append(name)
     plt.close(fig)
     return names
-
-
-def parse_scorer(spec: str, flag: str = "--compare") -> Any:
-    """A scorer config from the words that would follow ``vlmrl score EPISODES`` (``"scorer:oracle
-    --scorer.noise 0.2"``); one-line ConfigError naming ``flag`` when they do not parse."""
-    from dataclasses import make_dataclass
-
-    import tyro
-
-    from vlmrl.errors import ConfigError
-    from vlmrl.scorer_choice import ScorerChoice
-
-    only = make_dataclass("Scorer", [("scorer", ScorerChoice)], frozen=True, kw_only=True)
-    try:
-        parsed = tyro.cli(
-            tyro.conf.configure(tyro.conf.CascadeSubcommandArgs)(only),
-            args=shlex.split(spec),
-            console_outputs=False,
-        )
-    except SystemExit:
-        raise ConfigError(
-            f"{flag} {spec!r}: not a scorer (write it as after `vlmrl score EPISODES`, e.g. "
-            "'scorer:oracle --scorer.noise 0.2' or 'scorer:learned --scorer.path student.pt')"
-        ) from None
-    return parsed.scorer
 
 
 class Recording:
@@ -301,27 +276,28 @@ def collect_windows(source: Any, length: int, stride: int) -> Windows:
 
 
 def evaluate_scorers(
-    source: Any, configs: list[Any], prompt_of: Any, length: int, stride: int, batch_size: int = 64
+    source: Any,
+    configs: list[Any],
+    goal: str,
+    prompt: str | None,
+    length: int,
+    stride: int,
+    batch_size: int = 64,
 ) -> tuple[list[dict[str, Any]], dict[str, tuple[np.ndarray, np.ndarray]], Windows]:
-    """Scores every window with each scorer; returns one row of figures per scorer and the curves."""
-    from vlm import make_scorer
-
+    """Scores every window with each scorer, asked about ``goal`` (or with ``prompt`` when given); returns one
+    row of figures per scorer and the curves."""
     windows = collect_windows(source, length, stride)
     labels = np.array(windows.labels, bool)
     clips = windows.clips
     hw = source.image_hw
     rows, curves = [], {}
     for cfg in configs:
-        scorer = make_scorer(cfg)
+        scorer, asked = ready_scorer(cfg, goal, prompt=prompt, source=(source.camera, hw))
         try:
-            check = getattr(scorer, "check_source", None)
-            if check is not None:
-                check(source.camera, hw)
-            prompt = prompt_of(cfg)
             scores, elapsed = np.empty(len(clips), np.float32), 0.0
             for i in range(0, len(clips), batch_size):
                 t0 = time.perf_counter()
-                scores[i : i + batch_size] = scorer.score(clips[i : i + batch_size], prompt)
+                scores[i : i + batch_size] = scorer.score(clips[i : i + batch_size], asked)
                 elapsed += time.perf_counter() - t0
             row = {"scorer": scorer.scorer_id, "model": scorer.model_id, "clips": len(clips)}
             row.update(figures(scores, labels, scorer_threshold(scorer)))
@@ -351,7 +327,6 @@ def markdown_table(rows: list[dict[str, Any]], n_successful: int, n_episodes: in
 
 def run_evaluation(cfg: Any) -> int:
     """`vlmrl score --evaluate`: the scorer and every ``--compare`` scorer on the same windows."""
-    from vlm.prompts import scorer_prompt
     from vlmrl.errors import ConfigError
 
     configs = [cfg.scorer] + [parse_scorer(spec) for spec in cfg.compare]
@@ -362,13 +337,10 @@ def run_evaluation(cfg: Any) -> int:
         goal = cfg.prompt or source.task
         if not goal:
             raise ConfigError(f"{cfg.episodes}: no task sentence stored; pass --prompt")
-
-        def prompt_of(scorer_cfg: Any) -> str:
-            return (
-                str(cfg.prompt) if cfg.prompt else scorer_prompt(goal, scorer_cfg.kind)
-            )  # as score and train
-
-        rows, curves, windows = evaluate_scorers(source, configs, prompt_of, cfg.clip_length, cfg.clip_stride)
+        prompt = str(cfg.prompt) if cfg.prompt else None
+        rows, curves, windows = evaluate_scorers(
+            source, configs, goal, prompt, cfg.clip_length, cfg.clip_stride
+        )
         n_episodes = len(windows.episode_success)
         n_successful = sum(windows.episode_success.values())
     finally:

@@ -23,22 +23,22 @@ import numpy as np
 
 from agents.export import export_onnx, export_policy
 from agents.sac import SAC
-from buffer import ReplayBuffer
 from buffer.samplers.prior_mix import PriorMixSampler
 from robot.contract import JOINT_KEYS, PIXELS_PREFIX, STATE_KEY, env_spec
 from sim import make_env
-from vlm import Scorer, VLMError, apply_calibration
+from vlm import Scorer
+from vlmrl.assembly import ScoringSpec, StoreSpec, build_agent, build_learner, learner_checkpoint
 from vlmrl.checkpoint import load_checkpoint, memory_buffer_path, save_checkpoint
 from vlmrl.env_actor import POLICY_VERSION_KEY
 from vlmrl.errors import ConfigError
 from vlmrl.evaluation import EvalResult, eval_seeds, evaluate
-from vlmrl.learner import Learner, LoopState, UpdatePlan
+from vlmrl.learner import LoopState, UpdatePlan
 from vlmrl.pipelines.common import policy_run_info
 from vlmrl.progress import TrainProgress
 from vlmrl.report import write_report
-from vlmrl.scoring import ScoringLink, aux_reward_for
+from vlmrl.scorer_choice import ready_scorer
 from vlmrl.sources import EnvEpisodes, StagedSteps
-from vlmrl.train_config import REPLAYS, TrainConfig, check_config, resolve_buffer_config, resolved_dict
+from vlmrl.train_config import TrainConfig, check_config, resolve_buffer_config, resolved_dict
 
 __all__ = ["LoopState", "Trainer", "check_config", "default_run_dir", "policy_keys", "resolve_buffer_config"]
 # LoopState is pickled in checkpoints as vlmrl.trainer.LoopState by runs from before vlmrl.learner existed.
@@ -99,107 +99,114 @@ class Trainer:
         self.policy_obs_spec = {k: full_spec[k] for k in self.policy_keys}
         # An asymmetric critic also reads the sim's privileged state; the actor never does (agents.sac).
         self.privileged_keys = (STATE_KEY,) if cfg.asymmetric_critic else ()
-        self.agent = SAC(
+        resuming = checkpoint is not None
+        self.agent = build_agent(
             dataclasses.replace(cfg.agent, seed=cfg.seed),
             {**self.policy_obs_spec, **{k: full_spec[k] for k in self.privileged_keys}},
             self.action_space,
             privileged_keys=self.privileged_keys,
+            checkpoint=checkpoint,
+            start=self._start_from_offline_agent if cfg.agent_from is not None else None,
         )
-        if cfg.agent_from is not None and checkpoint is None:
-            self._start_from_offline_agent(cfg.agent_from)
-        self.link: ScoringLink | None = None
-        self.scorer_id = ""
+        ready: tuple[Scorer, str] | None = None
+        self.scorer_id, self.prompt = "", ""
         if cameras:
-            from vlm import make_scorer, scorer_prompt
+            if (
+                scorer is None and cfg.scorer.ray.actors
+            ):  # scorer actors go to --ray.address too (before the pool starts Ray)
+                from vlmrl.actor_source import connect
 
-            kind = cfg.scorer.kind if scorer is None else getattr(scorer, "kind", "custom")
-            if scorer is None:
-                if (
-                    cfg.scorer.ray.actors
-                ):  # scorer actors go to --ray.address too (before the pool starts Ray)
-                    from vlmrl.actor_source import connect
-
-                    connect(cfg.ray.address)
-                scorer = make_scorer(cfg.scorer)  # fails fast, one line, if the VLM cannot be reached
-            check_source = getattr(scorer, "check_source", None)
-            if check_source is not None:  # scorer:learned refuses another camera or frame size, in one line
-                clip_key = cfg.buffer.clip_camera or cameras[0]
-                try:
-                    check_source(clip_key.removeprefix(PIXELS_PREFIX), full_spec[clip_key][0][:2])
-                except VLMError:
-                    scorer.close()
-                    raise
-            self.prompt = cfg.prompt or scorer_prompt(spec.task_description, kind)
-            if cfg.score_calibration:
-                scorer = self._calibrated(scorer, resuming=checkpoint is not None)
-            self.scorer_id = scorer.scorer_id
+                connect(cfg.ray.address)
+            clip_key = cfg.buffer.clip_camera or cameras[0]
+            ready = ready_scorer(
+                cfg.scorer, spec.task_description, scorer=scorer, prompt=cfg.prompt,
+                source=(clip_key.removeprefix(PIXELS_PREFIX), full_spec[clip_key][0][:2]),
+                calibration=self._calibration_file(resuming),
+            )  # fmt: skip
+            self.scorer_id, self.prompt = ready[0].scorer_id, ready[1]
+            if cfg.score_calibration and not resuming:
+                self._keep_calibration(ready[0])
         self.buffer_cfg = resolve_buffer_config(cfg, self.scorer_id)
-        if cfg.prior_data is not None and checkpoint is None:  # before the run directory is kept
-            check_prior_data(
-                cfg.prior_data,
-                {k: full_spec[k] for k in self.stored_keys},
-                spec.action_shape[0],
-                cfg.sim.action_mode if cfg.sim.suite == "so101" else "",
-            )
-        self.buffer = self._make_buffer(
-            {k: full_spec[k] for k in self.stored_keys}, spec.action_shape[0], checkpoint
+        stored_spec = {k: full_spec[k] for k in self.stored_keys}
+        if cfg.prior_data is not None and not resuming:  # before the run directory is kept
+            try:
+                check_prior_data(
+                    cfg.prior_data, stored_spec, spec.action_shape[0],
+                    cfg.sim.action_mode if cfg.sim.suite == "so101" else "",
+                )  # fmt: skip
+            except BaseException:
+                if ready is not None:
+                    ready[0].close()
+                raise
+        self.learner = build_learner(
+            self.agent,
+            self._store_spec(stored_spec, spec.action_shape[0], resuming),
+            UpdatePlan(
+                batch_size=cfg.batch_size,
+                utd_ratio=cfg.agent.utd_ratio,
+                random_steps=cfg.learning_starts,
+                learning_starts=cfg.learning_starts,
+                policy_keys=(*self.policy_keys, *self.privileged_keys),
+            ),
+            cfg.seed,
+            scorer=ready,
+            scoring=ScoringSpec(
+                worker=cfg.worker,
+                aux_reward=cfg.aux_reward,
+                aux_weight=cfg.aux_reward_weight,
+                sync=cfg.sync_scoring,
+            ),
+            state=LoopState(
+                next_eval_step=cfg.eval_every_steps, next_checkpoint_step=cfg.checkpoint_every_steps
+            ),
+            checkpoint=checkpoint,
+            changed_store=self._warn_changed_store,
+            action_bounds=(self.action_space.low, self.action_space.high),
         )
-        if cameras:
-            assert scorer is not None
-            aux = aux_reward_for(cfg.aux_reward, cfg.aux_reward_weight, self.buffer_cfg.gamma)
-            self.link = ScoringLink(self.buffer, scorer, self.prompt, cfg.worker, aux, sync=cfg.sync_scoring)
-        self.state = LoopState(
-            next_eval_step=cfg.eval_every_steps, next_checkpoint_step=cfg.checkpoint_every_steps
-        )
-        self.rng = np.random.default_rng(cfg.seed)
-        if checkpoint is not None:
-            self._load(checkpoint)
-        plan = UpdatePlan(
-            batch_size=cfg.batch_size,
-            utd_ratio=cfg.agent.utd_ratio,
-            random_steps=cfg.learning_starts,
-            learning_starts=cfg.learning_starts,
-            td_priorities=REPLAYS[cfg.replay].td_priorities,
-            policy_keys=(*self.policy_keys, *self.privileged_keys),
-        )
-        self.learner = Learner(
-            self.agent, self.buffer, self.link, plan, self.state, self.rng,
-            self.action_space.low, self.action_space.high,
-        )  # fmt: skip
+        self.buffer, self.link = self.learner.buffer, self.learner.link
+        self.state, self.rng = self.learner.state, self.learner.rng
         self.last_eval: EvalResult | None = None
         self._snapshot: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------------------------ building
-    def _start_from_offline_agent(self, run_dir: Path) -> None:
-        """Hand the offline run's IQL networks over to this run's SAC (``agents.handover``)."""
+    def _start_from_offline_agent(self, agent: SAC) -> None:
+        """Hand the ``--agent-from`` offline run's IQL networks over to this run's SAC (``agents.handover``)."""
         from agents.handover import load_iql_into_sac
         from vlmrl.offline_handover import load_offline_agent
 
+        run_dir = self.cfg.agent_from
+        assert run_dir is not None
         offline = load_offline_agent(run_dir, "--agent-from")
         if normalized(offline.obs_spec) != normalized(self.policy_obs_spec):
             raise ConfigError(
                 f"--agent-from {run_dir}: its policy reads {describe_spec(offline.obs_spec)}, this run's would read "
                 f"{describe_spec(self.policy_obs_spec)} (match --policy-obs, the cameras and the image size)"
             )
-        load_iql_into_sac(self.agent, offline.state, (offline.action_low, offline.action_high))
+        load_iql_into_sac(agent, offline.state, (offline.action_low, offline.action_high))
 
-    def _calibrated(self, scorer: Scorer, resuming: bool) -> Scorer:
-        """``scorer`` through the run's score calibration: a new run reads ``--score-calibration`` and keeps
-        a copy in the run directory, a resume reads the copy. Closes ``scorer`` when the file is refused."""
-        copy = self.run_dir / SCORE_CALIBRATION_FILE
-        source = copy if resuming else self.cfg.score_calibration
-        assert source is not None
-        try:
-            calibrated = apply_calibration(scorer, source, self.prompt)
-        except VLMError:
-            scorer.close()
-            raise
-        if not resuming:
-            calibrated.calibration.save(copy)
-            warning = calibrated.calibration.ece_warning(source)
-            if warning:
-                print(f"vlmrl train: warning: {warning}")
-        return calibrated
+    def _calibration_file(self, resuming: bool) -> Path | None:
+        """The run's score calibration: ``--score-calibration`` for a new run, the run directory's copy of it
+        for a resume (None: none)."""
+        if not self.cfg.score_calibration:
+            return None
+        return self.run_dir / SCORE_CALIBRATION_FILE if resuming else Path(self.cfg.score_calibration)
+
+    def _keep_calibration(self, scorer: Any) -> None:
+        """Keep a copy of a new run's ``--score-calibration`` in the run directory (a resume reads the copy,
+        so an edited file cannot change it); warn when it makes the scores worse."""
+        assert self.cfg.score_calibration is not None
+        scorer.calibration.save(self.run_dir / SCORE_CALIBRATION_FILE)
+        warning = scorer.calibration.ece_warning(self.cfg.score_calibration)
+        if warning:
+            print(f"vlmrl train: warning: {warning}")
+
+    def _warn_changed_store(self, stored: int, checkpointed: int) -> None:
+        """A crash after the checkpoint left more committed episodes in the zarr store: keep them."""
+        print(
+            f"vlmrl train: warning: {self.run_dir} holds {stored} episodes but the checkpoint "
+            f"was taken at {checkpointed} (a crash after it?); continuing with all "
+            "stored episodes and a rebuilt sampler, so this resume is not exact"
+        )
 
     @classmethod
     def create(
@@ -266,18 +273,18 @@ class Trainer:
         trainer._check_cameras()
         return trainer
 
-    def _make_buffer(
-        self, obs_spec: dict, action_dim: int, checkpoint: dict[str, Any] | None
-    ) -> ReplayBuffer:
-        from buffer import make_buffer
-
+    def _store_spec(self, obs_spec: dict, action_dim: int, resuming: bool) -> StoreSpec:
+        """The run's replay buffer: a zarr store in the run directory, or in RAM (reloaded from the checkpoint
+        on a resume)."""
         if self.buffer_cfg.storage == "zarr":
             path: Path | None = self.run_dir / "buffer.zarr"
         else:
-            path = memory_buffer_path(self.run_dir) if checkpoint is not None else None
+            path = memory_buffer_path(self.run_dir) if resuming else None
         # With --actors each episode records the version of the policy it was collected with.
         info_keys = ("success", "progress", *((POLICY_VERSION_KEY,) if self.cfg.actors else ()))
-        return make_buffer(self.buffer_cfg, obs_spec, action_dim, info_keys, path=str(path) if path else None)
+        return StoreSpec(
+            cfg=self.buffer_cfg, obs_spec=obs_spec, action_dim=action_dim, info_keys=info_keys, path=path
+        )
 
     # ------------------------------------------------------------------------------------ the loop
     def run(self) -> dict[str, Path]:
@@ -471,39 +478,7 @@ class Trainer:
         return self._snapshot
 
     def _state_dict(self) -> dict[str, Any]:
-        return {
-            "config": self.cfg,
-            "agent": self.agent.state_dict(),
-            "buffer": self.buffer.state_dict(),
-            "loop": dataclasses.replace(
-                self.state,
-                rng_state=dict(self.rng.bit_generator.state),
-                evals=list(self.state.evals),
-                train_log=list(self.state.train_log),
-            ),
-            "num_episodes_committed": self.buffer.num_episodes,
-            "scoring": self.link.state_dict() if self.link is not None else None,
-            "buffer_config": self.buffer_cfg,  # as resolved (sampler, aux-reward weight): for reading only
-            # What the policy reads, for `vlmrl finetune` / `deploy`: key -> (shape, dtype name).
-            "policy_obs_spec": {
-                k: (tuple(shape), np.dtype(dt).name) for k, (shape, dt) in self.policy_obs_spec.items()
-            },
-        }
-
-    def _load(self, checkpoint: dict[str, Any]) -> None:
-        self.agent.load_state_dict(checkpoint["agent"])
-        if self.buffer.num_episodes == checkpoint["num_episodes_committed"]:
-            self.buffer.load_state_dict(checkpoint["buffer"])
-        else:  # a crash after the checkpoint left more committed episodes in the zarr store: keep them
-            print(
-                f"vlmrl train: warning: {self.run_dir} holds {self.buffer.num_episodes} episodes but the checkpoint "
-                f"was taken at {checkpoint['num_episodes_committed']} (a crash after it?); continuing with all "
-                "stored episodes and a rebuilt sampler, so this resume is not exact"
-            )
-        if self.link is not None and checkpoint.get("scoring") is not None:
-            self.link.load_state_dict(checkpoint["scoring"])
-        self.state = dataclasses.replace(checkpoint["loop"])
-        self.rng.bit_generator.state = self.state.rng_state
+        return learner_checkpoint(self.learner, self.cfg, self.policy_obs_spec)
 
     def _writer(self) -> Any:
         from torch.utils.tensorboard import SummaryWriter
@@ -530,7 +505,7 @@ class Trainer:
         scorer = self.link.scorer if self.link is not None else None
         outputs.update(
             write_report(
-                self.run_dir, self.cfg, self.state, final, scorer, getattr(self, "prompt", ""), self.buffer_cfg,
+                self.run_dir, self.cfg, self.state, final, scorer, self.prompt, self.buffer_cfg,
                 interrupted=interrupted, stored_episodes=self.buffer.num_episodes,
             )
         )  # fmt: skip

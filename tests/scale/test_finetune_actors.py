@@ -14,6 +14,7 @@ import zarr
 from robot.config import ArmConfig
 from tests.vlmrl.pipeline_helpers import finetune_config
 from tests.vlmrl.test_finetune import ROBOT_OBS, sim_run
+from vlmrl import robot_arms
 from vlmrl.env_actor import PolicySpec
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines import finetune
@@ -50,7 +51,7 @@ def test_arms_file_gives_each_actor_its_robot_and_is_checked(tmp_path):
     base = finetune_config(tmp_path, run, actors=2)
     real = dataclasses.replace(base, robot=ArmConfig(type="so101_follower"))
     with pytest.raises(ConfigError, match="give each arm its port and id with --arms"):
-        finetune.arm_configs(real)
+        robot_arms.arm_configs(real)
     arms = tmp_path / "arms.json"
     arms.write_text(
         json.dumps(
@@ -60,7 +61,7 @@ def test_arms_file_gives_each_actor_its_robot_and_is_checked(tmp_path):
             ]
         )
     )
-    left, right = finetune.arm_configs(dataclasses.replace(real, arms=arms))
+    left, right = robot_arms.arm_configs(dataclasses.replace(real, arms=arms))
     assert (left.robot.port, left.robot.id, left.robot.camera_sources) == ("/dev/ttyACM0", "left", ("0",))
     assert (right.robot.port, right.robot.type, right.leader_port) == (
         "/dev/ttyACM1",
@@ -74,8 +75,8 @@ def test_arms_file_gives_each_actor_its_robot_and_is_checked(tmp_path):
     ]:
         arms.write_text(json.dumps(bad))
         with pytest.raises(ConfigError, match=message):
-            finetune.arm_configs(dataclasses.replace(real, arms=arms))
-    assert finetune.arm_configs(base) == [base, base]  # the twin: every actor its own twin of --robot
+            robot_arms.arm_configs(dataclasses.replace(real, arms=arms))
+    assert robot_arms.arm_configs(base) == [base, base]  # the twin: every actor its own twin of --robot
     with pytest.raises(ConfigError, match=r"ray\.max_in_flight >= 1"):
         finetune.main(dataclasses.replace(base, ray=RayConfig(max_in_flight=0)))
 
@@ -89,8 +90,8 @@ def test_closing_a_robot_actor_ends_its_episode_at_the_next_step(tmp_path):
     policy = PolicySpec(
         agent_cfg=agent.cfg, obs_spec=ROBOT_OBS, privileged_keys=(), policy_keys=tuple(ROBOT_OBS)
     )
-    arm = finetune.ArmActorConfig(cfg, tmp_path / "arm-0", ROBOT_OBS)
-    actor = RobotActor(finetune.open_arm, arm, policy, [], seed_base=0)
+    arm = robot_arms.ArmActorConfig(cfg, tmp_path / "arm-0", ROBOT_OBS)
+    actor = RobotActor(robot_arms.open_arm, arm, policy, [], seed_base=0)
     episode: dict = {}
     thread = threading.Thread(target=lambda: episode.update(actor.run_episode(0, False, [None], -1)))
     thread.start()
@@ -156,6 +157,6 @@ def test_arms_that_differ_are_named_in_words():
         cameras=("front",),
         task_description="lift the cube",
     )
-    assert finetune.describe_difference(a, dataclasses.replace(a, cameras=("wrist",))) == (
+    assert robot_arms.describe_difference(a, dataclasses.replace(a, cameras=("wrist",))) == (
         "cameras ('wrist',) instead of ('front',)"
     )

@@ -16,6 +16,7 @@ from robot.config import SO101_JOINT_KEYS, ArmConfig
 from sim import SimConfig, make_env
 from tests.vlmrl.pipeline_helpers import finetune_config as config
 from vlm.config import AuxRewardConfig, OracleConfig, WorkerConfig
+from vlmrl import robot_arms, trained_run
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines import finetune
 
@@ -354,15 +355,15 @@ def test_a_joint_delta_run_is_fine_tuned_storing_the_deltas_the_arm_was_sent(tmp
     from vlmrl.env_actor import PolicySpec
     from vlmrl.robot_actor import RobotActor
 
-    state = finetune.load_sim_run(tmp_path / "sim")
-    obs_spec = finetune.policy_obs_spec(state)
+    state = trained_run.load_sim_run(tmp_path / "sim")
+    obs_spec = trained_run.policy_obs_spec(state)
     policy = PolicySpec(
         agent_cfg=state["config"].agent, obs_spec=obs_spec, privileged_keys=(), policy_keys=tuple(obs_spec)
     )
-    arm = finetune.ArmActorConfig(dataclasses.replace(ft, actors=2), tmp_path / "ft3" / "arm-0", obs_spec)
+    arm = robot_arms.ArmActorConfig(dataclasses.replace(ft, actors=2), tmp_path / "ft3" / "arm-0", obs_spec)
     actor = RobotActor(
-        finetune.open_arm, arm, policy, None, seed_base=0,
-        action_space=finetune.action_space_of(state), delta_scale=finetune.delta_scale_of(state["config"].sim),
+        robot_arms.open_arm, arm, policy, None, seed_base=0,
+        action_space=trained_run.action_space_of(state), delta_scale=trained_run.delta_scale_of(state["config"].sim),
     )  # fmt: skip
     applied.clear()
     try:
@@ -478,13 +479,15 @@ def test_the_reward_never_comes_from_privileged_progress_and_the_report_says_whe
 
     run, _ = sim_run(tmp_path)
     base = config(tmp_path, run)
-    train = finetune.load_sim_run(run)["config"]
-    scorer, words = finetune.reward_scorer(base, train)
+    train = trained_run.load_sim_run(run)["config"]
+    scorer, words = trained_run.reward_scorer(base, train)
     assert scorer is None and "only: the sim run's scorer is the oracle" in words
-    assert finetune.reward_scorer(dataclasses.replace(base, scorer="none"), train) == (
+    assert trained_run.reward_scorer(dataclasses.replace(base, scorer="none"), train) == (
         None, "the operator's keys (success: 1, terminal) only (--scorer none)",
     )  # fmt: skip
-    learned, words = finetune.reward_scorer(dataclasses.replace(base, scorer=learned_scorer(tmp_path)), train)
+    learned, words = trained_run.reward_scorer(
+        dataclasses.replace(base, scorer=learned_scorer(tmp_path)), train
+    )
     assert learned.kind == "learned" and words.endswith(
         "+ 0.5 x the aux reward of --scorer (learned) on the clips' pixels"
     )
@@ -501,7 +504,7 @@ def test_the_reward_never_comes_from_privileged_progress_and_the_report_says_whe
         made.update(kwargs)
         return common.make_robot_env(*args, **kwargs)
 
-    monkeypatch.setattr(finetune, "make_robot_env", spying)
+    monkeypatch.setattr(robot_arms, "make_robot_env", spying)
     assert finetune.main(dataclasses.replace(base, episodes=1, scorer="none")) == 0
     assert made["privileged_status"] is False and made["warn_clips"] is False
     report = (tmp_path / "ft" / "report.md").read_text()

@@ -14,10 +14,10 @@ from buffer import BufferConfig
 from sim.config import SimConfig
 from sim.factory import make_env
 from vlmrl import cli
+from vlmrl.assembly import open_episode_store
 from vlmrl.datasets import mixed_quality_episodes
 from vlmrl.errors import ConfigError
 from vlmrl.offline_handover import online_config
-from vlmrl.pipelines.common import open_episode_store
 from vlmrl.train_config import TrainConfig
 
 SIM = SimConfig(task="lift", cameras=("front",), image_size=32, action_mode="delta", max_episode_steps=8)

@@ -31,6 +31,7 @@ import tyro
 from vlmrl.errors import ConfigError
 from vlmrl.perturbation_grid import GridSpec, markdown_table, run_grid, write_grid
 from vlmrl.pipelines.common import write_config
+from vlmrl.scorer_choice import parse_scorer, ready_scorer
 
 logger = logging.getLogger("vlmrl.evaluate")
 
@@ -132,8 +133,6 @@ def main(cfg: Config) -> int:
     grid_rows(spec)  # an unknown preset or factor fails before anything is loaded
     scorer_cfg = None
     if cfg.scorer is not None:
-        from vlmrl.scorer_eval import parse_scorer
-
         scorer_cfg = parse_scorer(cfg.scorer, "--scorer")
     if not cfg.policy.is_file():
         raise ConfigError(f"--policy {cfg.policy}: no such file")
@@ -151,10 +150,9 @@ def main(cfg: Config) -> int:
                 f"policy {cfg.policy} outputs actions of shape {policy.action_low.shape}; the twin's "
                 f"{sim_cfg.action_mode} mode takes {env.action_space.shape}"
             )
+        prompt = ""
         if scorer_cfg is not None:
-            from vlm import make_scorer
-
-            scorer = make_scorer(scorer_cfg)
+            scorer, prompt = ready_scorer(scorer_cfg, env.unwrapped.task_description)
         write_config(cfg, cfg.out_dir)
         result = run_grid(
             env,
@@ -165,6 +163,7 @@ def main(cfg: Config) -> int:
             on_row=lambda name, episodes: logger.info(
                 "%s: success %d/%d", name, sum(e["success"] for e in episodes), len(episodes)
             ),
+            prompt=prompt,
         )
     finally:
         env.close()

@@ -4,22 +4,7 @@
     vlmrl finetune --from runs/train/so101-lift --robot.type so101_follower --robot.port /dev/ttyACM0
     vlmrl finetune --from runs/offline-lerobot --robot.type so101_follower ...    # from offline RL
 
-Several arms at once (``--actors N``, Ray; ``vlmrl.robot_actor``): each arm runs in its own Ray actor with
-its own ``LeRobotEnv`` (safety layer, watchdog), operator keys, teleop and a CPU copy of the policy; this
-process keeps the agent, the buffer (its only writer), the scorer and the updates, and sends the actors new
-weights every ``--ray.weights-every-updates`` updates (each episode stores its ``info/policy_version``). On
-the twin every actor runs its own twin (episode e resets with seed ``seed + e``, whichever actor runs it);
-real arms get their own port and id from ``--arms FILE``, a JSON list with one object per actor overriding
-``--robot`` fields (plus ``leader_port``)::
-
-    vlmrl finetune --from runs/train/so101-lift --actors 2                        # two twins
-    vlmrl finetune --from runs/train/so101-lift --robot.type so101_follower --actors 2 --arms arms.json
-    # arms.json: [{"port": "/dev/ttyACM0", "id": "left", "camera_sources": ["0"]},
-    #             {"port": "/dev/ttyACM1", "id": "right", "camera_sources": ["2"]}]
-
-Each arm's clipped commands go to ``out_dir/arm-<i>/safety.jsonl``. The keyboard is one for all arms: its
-keys reach every actor (escape stops them all); takeovers of one arm need that arm's leader
-(``--teleop leader`` and ``leader_port`` per arm).
+Several arms at once: ``--actors N`` (Ray), see ``vlmrl.robot_arms``.
 
 On the twin, ``--operator scripted`` puts the twin's scripted operator at the arm (``sim.scripted_operator``):
 it presses success when the task holds, and failure when the policy is hopelessly stuck, and takes over with
@@ -58,60 +43,52 @@ score calibration, as in training). The loop is `vlmrl train`'s (``vlmrl.learner
 the experience source. After every episode the run is checkpointed in `vlmrl train`'s format
 (``out_dir/checkpoint/state.pt``, ``vlmrl.checkpoint``); the policy is exported to ``out_dir/policy.pt``
 at the end.
-
-The checkpoint must hold ``config`` (the train config: ``agent``, ``sim``, ``policy_obs``, ``buffer``,
-``batch_size``, ``scorer``, ``prompt``, ``aux_reward``, ``aux_reward_weight``, ``worker``) and ``agent``;
-an optional ``policy_obs_spec`` names the observation keys the policy reads (else they follow
-``policy_obs`` as in ``vlmrl train``). Those keys must be ones a robot provides (joint keys,
-``pixels/<camera>``): a policy that reads the sim's privileged ``state`` is refused with one line. A run
-trained with ``--asymmetric-critic`` (critics that also read that state) is handed over to a SAC that reads
-only the robot keys, its critics without the privileged inputs (``agents.sim_to_robot``).
+What the sim run's checkpoint must hold: ``vlmrl.trained_run``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import logging
-import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import numpy as np
 import tyro
 
 from buffer.config import BufferConfig
-from robot.config import ArmConfig
-from sim.config import ScriptedOperatorConfig, joint_delta_scale
+from sim.config import ScriptedOperatorConfig
 from vlm.config import WorkerConfig
-from vlmrl.checkpoint import checkpoint_dir, load_checkpoint, save_checkpoint
+from vlmrl.assembly import ScoringSpec, StoreSpec, build_agent, build_learner, learner_checkpoint
+from vlmrl.checkpoint import checkpoint_to_resume, save_checkpoint
 from vlmrl.env_actor import POLICY_VERSION_KEY
 from vlmrl.errors import ConfigError
-from vlmrl.learner import Learner, LoopState, UpdatePlan
+from vlmrl.finetune_report import describe_operator, describe_robot, episode_record, log_episode, write_report
+from vlmrl.learner import UpdatePlan
 from vlmrl.pipelines.common import (
     RobotEnvConfig,
     adopt_trained,
-    check_policy_fits,
     fit_to_policy,
-    make_robot_env,
-    open_episode_store,
     policy_run_info,
     write_config,
 )
-from vlmrl.robot_actor import RobotKit, RobotSide, describe_env
+from vlmrl.robot_actor import RobotSide
+from vlmrl.robot_arms import check_actor_settings, check_operator, control_hz_of, one_arm, several_arms
 from vlmrl.run_dir import NewPaths
-from vlmrl.scoring import ScoringLink, aux_reward_for
-from vlmrl.sources import ROBOT_INFO_KEYS, RobotEpisodes
-from vlmrl.train_config import RayConfig, takes_td_errors
-
-logger = logging.getLogger("vlmrl.finetune")
+from vlmrl.sources import ROBOT_INFO_KEYS
+from vlmrl.train_config import RayConfig
+from vlmrl.trained_run import (
+    action_space_of,
+    aux_weight_of,
+    delta_scale_of,
+    load_sim_run,
+    open_scorer,
+    policy_obs_spec,
+    reward_scorer,
+    sim_policy_run_info,
+    start_from_sim_run,
+)
 
 INFO_KEYS = ROBOT_INFO_KEYS
-SCORE_CALIBRATION_FILE = "score_calibration.json"
-"""The score calibration copy a `vlmrl train` run keeps (``vlmrl.trainer.SCORE_CALIBRATION_FILE``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,9 +143,8 @@ class Config(RobotEnvConfig):
     torch_threads: int = 1
     """Torch threads for acting and updates (more threads than free cores make the control loop late)."""
     fresh_agent: bool = False
-    """Start from a newly initialised agent of the sim run's networks and settings instead of its trained
-    weights: training from scratch on the robot, with the same operator and robot minutes as a fine-tuning run
-    (the baseline of ``benchmarks/finetune_experiment.py``)."""
+    """The sim run's networks newly initialised instead of its weights: from scratch on the robot, with the same
+    operator and robot minutes (``benchmarks/finetune_experiment.py``'s baseline)."""
     resume: bool = False
     """Continue the fine-tuning run in out_dir (agent, sampler, scores and episode count from its
     checkpoint; the buffer store is reopened) instead of starting from the sim run's agent."""
@@ -180,71 +156,6 @@ class Config(RobotEnvConfig):
     (``port``, ``id``, ``camera_sources``, ...) and ``leader_port``. Optional on the twin."""
     ray: RayConfig = field(default_factory=RayConfig)
     """With ``--actors``: the Ray cluster and how the actors are fed (as ``vlmrl train --ray.*``)."""
-
-
-def load_sim_run(run_dir: Path) -> dict[str, Any]:
-    """The checkpoint of a ``vlmrl train`` run, read like a resume reads it (``vlmrl.checkpoint``: config
-    fields added since it was written get their defaults); ConfigError naming the file if it is missing,
-    broken, or lacks the agent. An offline run (``vlmrl train --offline``) gives the same entries, its
-    IQL agent handed over to SAC (``vlmrl.offline_handover.finetune_state``)."""
-    from vlmrl.offline import is_offline_run
-
-    if is_offline_run(run_dir):
-        from vlmrl.offline_handover import finetune_state
-
-        return finetune_state(run_dir)
-    return load_checkpoint(run_dir, flag="--from", required=("config", "agent"))
-
-
-def policy_obs_spec(state: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-    """Observation keys, shapes and dtypes the checkpointed agent reads."""
-    if "policy_obs_spec" in state:
-        return {k: (tuple(shape), np.dtype(dt)) for k, (shape, dt) in state["policy_obs_spec"].items()}
-    from robot.contract import env_spec
-    from sim import make_env
-
-    sim_cfg = state["config"].sim
-    env = make_env(sim_cfg)
-    try:
-        full = env_spec(env).obs_spec()
-    finally:
-        env.close()
-    keys = ["state"] + (
-        [f"pixels/{c}" for c in sim_cfg.cameras] if state["config"].policy_obs == "pixels" else []
-    )
-    return {k: full[k] for k in keys}
-
-
-def action_space_of(state: dict[str, Any]) -> Any:
-    """The action space the checkpointed agent was trained in: its recorded bounds (an offline run's),
-    else the sim run's env's."""
-    import gymnasium as gym
-
-    from sim import make_env
-
-    if "action_bounds" in state:
-        low, high = state["action_bounds"]
-        return gym.spaces.Box(np.asarray(low, np.float32), np.asarray(high, np.float32))
-    sim_env = make_env(dataclasses.replace(state["config"].sim, cameras=()))
-    try:
-        return sim_env.action_space
-    finally:
-        sim_env.close()
-
-
-def make_sim_scorer(train: Any, from_run: Path, prompt: str) -> Any:
-    """The sim run's scorer, through the run's score calibration when it had one (the copy `vlmrl train`
-    keeps in its run directory), so fine-tuning scores clips the way training did."""
-    from vlm import apply_calibration, make_scorer
-
-    scorer = make_scorer(train.scorer)
-    if getattr(train, "score_calibration", None):
-        try:
-            return apply_calibration(scorer, from_run / SCORE_CALIBRATION_FILE, prompt)
-        except BaseException:
-            scorer.close()
-            raise
-    return scorer
 
 
 def fit_to_sim_run(cfg: Config, train: Any, offline: bool = False) -> Config:
@@ -279,53 +190,6 @@ def fit_to_sim_run(cfg: Config, train: Any, offline: bool = False) -> Config:
     return dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, **changes)) if changes else cfg
 
 
-def control_hz_of(cfg: Config) -> float:
-    """Control periods per second of the arm: on the twin the physics time a step advances
-    (``--twin-control-hz``, else ``--env.control-hz``), on a real arm the loop's rate."""
-    if cfg.robot.type == "sim_so101" and cfg.twin_control_hz:
-        return float(cfg.twin_control_hz)
-    return float(cfg.env.control_hz)
-
-
-def reward_scorer(cfg: Config, train: Any) -> tuple[Any, str]:
-    """The scorer config whose aux reward joins the keys' reward (None: the keys alone) and, in words, where
-    the reward comes from (for the terminal and report.md).
-
-    Raises:
-        ConfigError: ``--scorer`` that does not parse, or one that reads privileged sim state (the oracle).
-    """
-    keys = "the operator's keys (success: 1, terminal)"
-    if cfg.scorer is not None and cfg.scorer.strip().lower() == "none":
-        return None, f"{keys} only (--scorer none)"
-    if cfg.scorer is not None:
-        from vlmrl.scorer_eval import parse_scorer
-
-        scorer = parse_scorer(cfg.scorer, "--scorer")
-        if scorer.kind == "oracle":
-            raise ConfigError(
-                f"--scorer {cfg.scorer!r} reads the simulator's privileged progress, which a robot does not have: "
-                "give a pixel scorer such as 'scorer:learned --scorer.path student.pt', or none"
-            )
-        origin = "--scorer"
-    elif train.scorer.kind == "oracle":
-        return None, (
-            f"{keys} only: the sim run's scorer is the oracle, which reads privileged progress (give --scorer "
-            "'scorer:learned --scorer.path student.pt' for a pixel scorer)"
-        )
-    else:
-        scorer, origin = train.scorer, "the sim run's scorer"
-    weight = aux_weight_of(cfg, train)
-    return scorer, f"{keys} + {weight:g} x the aux reward of {origin} ({scorer.kind}) on the clips' pixels"
-
-
-def aux_weight_of(cfg: Config, train: Any) -> float:
-    """The aux reward's weight: ``--aux-reward-weight``, else the sim run's."""
-    weight = cfg.aux_reward_weight if cfg.aux_reward_weight is not None else train.aux_reward_weight
-    if weight < 0:
-        raise ConfigError(f"--aux-reward-weight {weight}: expected 0 or more")
-    return float(weight)
-
-
 def main(cfg: Config) -> int:
     """Fine-tune for ``cfg.episodes`` episodes; returns 0."""
     run(cfg)
@@ -342,12 +206,9 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     """
     import torch
 
-    from agents.errors import AgentError
     from agents.export import export_policy
-    from agents.sac import SAC
-    from agents.sim_to_robot import estimate_dim_of, load_sim_into_robot_sac
+    from agents.sim_to_robot import estimate_dim_of
     from robot.signals import interrupt_on_signals
-    from vlmrl.finetune_report import write_report
     from vlmrl.offline import is_offline_run
 
     if cfg.episodes < 1:
@@ -365,24 +226,11 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     scorer_cfg, reward_words = reward_scorer(cfg, train)
     obs_spec = policy_obs_spec(state)  # the policy's robot keys, never the privileged state
     action_space: Any = action_space_of(state)  # the units the agent was trained in; the safety layer clips
-    resumed = load_finetune_checkpoint(cfg)
-    agent = SAC(train.agent, obs_spec, action_space, estimate_dim=estimate_dim_of(state["agent"]))
-    if resumed:
-        agent.load_state_dict(resumed["agent"])
-    elif cfg.fresh_agent:
-        print(f"finetune: a fresh agent with the networks of {cfg.from_run}, not its weights (--fresh-agent)")
-    elif getattr(train, "asymmetric_critic", False):
-        try:
-            how = load_sim_into_robot_sac(agent, state["agent"])
-        except AgentError as exc:
-            raise ConfigError(f"--from {cfg.from_run}: {exc}") from None
-        print(
-            f"finetune: the critics of {cfg.from_run} were handed over without their privileged inputs: {how}"
-        )
-    else:
-        agent.load_state_dict(state["agent"])
-    if not resumed:  # a resumed run keeps the warm-up its checkpoint recorded
-        agent.critic_only_until = agent.num_updates + cfg.critic_warmup_updates
+    resumed = checkpoint_to_resume(cfg.out_dir, cfg.resume, "--out-dir", required=("agent", "buffer", "loop"))
+    agent = build_agent(
+        train.agent, obs_spec, action_space, estimate_dim=estimate_dim_of(state["agent"]), checkpoint=resumed,
+        start=lambda agent: start_from_sim_run(agent, cfg, train, state),
+    )  # fmt: skip
     # config.json is written once the robot, the policy fit and the store are checked; a run failing on
     # them leaves the previous run's files as they were (and removes an empty safety.jsonl/store it made).
     new = NewPaths(cfg.out_dir, ["safety.jsonl", "buffer.zarr", *(f"arm-{i}" for i in range(cfg.actors))])
@@ -393,9 +241,8 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         else one_arm(cfg, obs_spec, new, robot_factories, delta_scale_of(train.sim))
     )
     control_hz = control_hz_of(cfg)
-    fresh = " (its networks, freshly initialised: --fresh-agent)" if cfg.fresh_agent else ""
     facts = {
-        "from_run": f"{cfg.from_run}{fresh}",
+        "from_run": f"{cfg.from_run}{' (its networks, freshly initialised)' if cfg.fresh_agent else ''}",
         "robot": describe_robot(cfg),
         "operator": describe_operator(cfg),
         "reward": reward_words,
@@ -405,67 +252,33 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     with interrupt_on_signals(), arms as (side, source_for):
         camera = f"pixels/{side.cameras[0]}" if side.cameras else ""
         with new.removed_on_failure():
-            scorer, prompt = open_scorer(cfg, train, scorer_cfg, side, camera)
-        weight = aux_weight_of(cfg, train) if scorer is not None else 0.0
-        buffer_cfg = dataclasses.replace(
-            cfg.buffer,
-            storage="zarr",
-            clip_camera=cfg.buffer.clip_camera or camera,
-            aux_reward_scorer=scorer.scorer_id if scorer is not None and weight > 0 else "",
-            aux_reward_weight=weight,
-            gamma=train.buffer.gamma,
-            n_step=train.buffer.n_step,
-        )
-        record_attrs = {
-            "task_description": side.task_description,
-            "control_hz": cfg.env.control_hz,
-            "robot_type": cfg.robot.type,
-            "robot_unit": cfg.robot.unit,
-            "operator": cfg.operator,
-            "reward": reward_words,
-            "action_keys": list(side.action_keys),
-            "cameras": list(side.cameras),
-            "from_run": str(cfg.from_run),
-        }
-        store = cfg.out_dir / "buffer.zarr"
-        info_keys = INFO_KEYS + ((POLICY_VERSION_KEY,) if cfg.actors else ())
-        with new.removed_on_failure():
-            try:
-                buffer = open_episode_store(
-                    store, buffer_cfg, side.obs_spec, side.action_dim, info_keys, record_attrs
-                )
-            except BaseException:
-                if scorer is not None:
-                    scorer.close()
-                raise
-        loop = LoopState()
-        if resumed:
-            if buffer.num_episodes != resumed["num_episodes_committed"]:
-                buffer.close()
-                if scorer is not None:
-                    scorer.close()
-                raise ConfigError(
-                    f"--resume: {store} holds {buffer.num_episodes} episodes but the checkpoint in {cfg.out_dir} "
-                    f"was taken at {resumed['num_episodes_committed']}; the store changed after the checkpoint"
-                )
-            buffer.load_state_dict(resumed["buffer"])
-            loop = dataclasses.replace(resumed["loop"])
+            ready = open_scorer(cfg, train, scorer_cfg, side, camera)
+            weight = aux_weight_of(cfg, train) if ready is not None else 0.0
+            learner = build_learner(
+                agent,
+                store_spec(
+                    cfg, train, side, camera, weight, ready[0].scorer_id if ready else "", reward_words
+                ),
+                UpdatePlan(
+                    batch_size=cfg.batch_size or train.batch_size,
+                    utd_ratio=train.agent.utd_ratio,
+                    learning_starts=cfg.learning_starts,
+                    between_episodes=True,  # learning never stretches a control period
+                    policy_keys=tuple(obs_spec),
+                ),
+                cfg.seed,
+                scorer=ready,
+                scoring=ScoringSpec(
+                    worker=cfg.worker,
+                    aux_reward=train.aux_reward,
+                    aux_weight=weight,
+                    wait_s=cfg.wait_for_scores_s,
+                ),
+                checkpoint=resumed,
+                changed_store=lambda stored, checkpointed: refuse_changed_store(cfg, stored, checkpointed),
+            )
+        buffer, link, loop = learner.buffer, learner.link, learner.state
         write_config(cfg, cfg.out_dir)
-        link = None
-        if scorer is not None:
-            aux = aux_reward_for(train.aux_reward, weight, buffer_cfg.gamma)
-            link = ScoringLink(buffer, scorer, prompt, cfg.worker, aux, wait_s=cfg.wait_for_scores_s)
-            if resumed and resumed.get("scoring") is not None:
-                link.load_state_dict(resumed["scoring"])
-        plan = UpdatePlan(
-            batch_size=cfg.batch_size or train.batch_size,
-            utd_ratio=train.agent.utd_ratio,
-            learning_starts=cfg.learning_starts,
-            between_episodes=True,  # learning never stretches a control period
-            td_priorities=takes_td_errors(buffer_cfg.sampler),
-            policy_keys=tuple(obs_spec),
-        )
-        learner = Learner(agent, buffer, link, plan, loop, np.random.default_rng(cfg.seed))
         episodes = source_for(buffer)
         stop_at = loop.episode + cfg.episodes
 
@@ -477,7 +290,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
             stats = episode_record(stats, loop, buffer, control_hz)
             log_episode(cfg.out_dir, stats)
             save_checkpoint(
-                cfg.out_dir, checkpoint_state(cfg, train, agent, buffer, loop, link, obs_spec), buffer
+                cfg.out_dir, learner_checkpoint(learner, cfg, obs_spec, train_config=train), buffer
             )
             last.clear()
             last.update(stats)
@@ -497,367 +310,41 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     return last
 
 
-def episode_record(stats: dict[str, Any], loop: LoopState, buffer: Any, control_hz: float) -> dict[str, Any]:
-    """One episode's line of ``metrics.jsonl``: the source's stats in plain types, the episode number, the
-    robot minutes so far (every step collected, over the control rate), scored clips and transitions."""
-    rest = {k: v for k, v in stats.items() if k not in ("return", "success", "length", "interventions")}
-    return {
-        "return": stats["return"],
-        "success": bool(stats["success"]),
-        "steps": int(stats["length"]),
-        "interventions": int(stats["interventions"]),
-        **rest,
-        "episode": loop.episode - 1,
-        "robot_minutes": loop.step / control_hz / 60.0,
-        "scored": int(stats.get("scorer/scored", 0)),
-        "transitions": buffer.num_transitions,
-    }
-
-
-def log_episode(out_dir: Path, stats: dict[str, Any]) -> None:
-    """Append the episode to ``metrics.jsonl`` (its operator's signals to ``operator.jsonl``) and print its
-    line."""
-    from vlmrl.finetune_report import episode_line
-
-    operator = stats.pop("operator", None)
-    with (out_dir / "metrics.jsonl").open("a") as f:
-        f.write(json.dumps(stats, default=float) + "\n")
-    if operator is not None:
-        with (out_dir / "operator.jsonl").open("a") as f:
-            f.write(json.dumps({"episode": stats["episode"], **operator}, default=float) + "\n")
-    print(episode_line(stats))
-
-
-def open_scorer(cfg: Config, train: Any, scorer_cfg: Any, side: RobotSide, camera: str) -> tuple[Any, str]:
-    """The reward's scorer (None: the keys alone) and its prompt: the sim run's own through its score
-    calibration, or ``--scorer``'s, checked against the clips' camera and frame size when it declares them."""
-    from vlm import make_scorer, scorer_prompt
-
-    if scorer_cfg is None:
-        return None, ""
-    if cfg.scorer is None:  # the sim run's
-        prompt = train.prompt or scorer_prompt(side.task_description, train.scorer.kind)  # as train builds it
-        return make_sim_scorer(train, cfg.from_run, prompt), prompt
-    prompt = scorer_prompt(side.task_description, scorer_cfg.kind)
-    scorer = make_scorer(scorer_cfg)
-    check = getattr(scorer, "check_source", None)
-    if check is not None and camera:
-        try:
-            check(camera.removeprefix("pixels/"), side.obs_spec[camera][0][:2])
-        except BaseException:
-            scorer.close()
-            raise
-    return scorer, prompt
-
-
-def check_operator(cfg: Config) -> None:
-    """One-line ConfigError for an operator that cannot run as asked."""
-    if cfg.operator == "scripted" and cfg.robot.type != "sim_so101":
-        raise ConfigError(
-            f"--operator scripted watches the twin's task and drives with its expert: it needs --robot.type "
-            f"sim_so101, not {cfg.robot.type} (a person operates a real arm: --operator person)"
-        )
-    if cfg.operator == "scripted" and cfg.teleop == "leader":
-        raise ConfigError("--operator scripted takes over with the twin's expert: leave --teleop leader out")
-
-
-def describe_robot(cfg: Config) -> str:
-    """The arm in words, for report.md."""
-    if cfg.robot.type == "sim_so101":
-        return f"the twin (sim_so101), unit {cfg.robot.unit or 'nominal'} (sim.units), task {cfg.task}"
-    return f"{cfg.robot.type} on {cfg.robot.port} (id {cfg.robot.id})"
-
-
-def describe_operator(cfg: Config) -> str:
-    """Who pressed the keys, in words, for report.md."""
-    if cfg.operator == "scripted":
-        o = cfg.scripted_operator
-        return (
-            f"scripted (sim.scripted_operator): takeovers with the twin's expert after a stall ({o.stall_steps} "
-            f"steps under {o.stall_m:g} m) or a drift out of the workspace, {o.takeover_steps} steps each, at "
-            f"most {o.budget_steps} per episode; signals per episode in operator.jsonl"
-        )
-    return f"a person (keyboard keys; takeovers with the {cfg.teleop})"
-
-
-SourceFor = Callable[[Any], Any]
-"""Builds the loop's experience source once the replay buffer exists."""
-
-
-def make_teleop(cfg: Config, env: Any) -> Any:
-    """Who drives during a takeover: the leader arm at ``cfg.leader_port``, or the keyboard jog."""
-    from robot.teleop import KeyboardJog, LeaderArm, leader_type_for
-
-    if cfg.teleop == "leader":
-        return LeaderArm(leader_type_for(cfg.robot.type), cfg.leader_port)
-    return KeyboardJog(env.action_keys, dict.fromkeys(env.action_keys, 2.0))
-
-
-def make_operator(cfg: Config, env: Any) -> tuple[Any, Any]:
-    """The operator's keys and who drives its takeovers: the twin's scripted operator (both), or the
-    keyboard's operator keys and ``make_teleop``'s driver."""
-    from robot.teleop import OperatorKeys
-
-    if cfg.operator == "scripted":
-        from sim.scripted_operator import ScriptedOperator
-
-        operator = ScriptedOperator(env.robot, cfg.scripted_operator)
-        return operator, operator
-    keys = OperatorKeys()
-    try:
-        return keys, make_teleop(cfg, env)
-    except BaseException:
-        keys.close()
-        raise
-
-
-def open_robot_env(cfg: Config, out_dir: Path, robot_factories: dict[str, Any] | None) -> Any:
-    """The arm's env as finetune runs it: success only from the operator's keys (never the twin's privileged
-    task status), safety clips counted in the episode's line instead of a warning of the env's."""
-    return make_robot_env(cfg, out_dir, robot_factories, warn_clips=False, privileged_status=False)
-
-
-def delta_scale_of(sim: Any) -> list[float] | None:
-    """A joint-delta sim run's per-joint action scale (as ``vlmrl deploy`` takes it), None for joint targets."""
-    if sim.action_mode != "delta":
-        return None
-    return joint_delta_scale(sim.max_delta_deg, sim.max_delta_gripper)
-
-
-@contextmanager
-def one_arm(
-    cfg: Config,
-    obs_spec: dict,
-    new: NewPaths,
-    robot_factories: dict[str, Any] | None,
-    delta_scale: list[float] | None = None,
-) -> Iterator[tuple[RobotSide, SourceFor]]:
-    """The arm in this process: its env (checked against the policy), operator keys and teleop;
-    ``delta_scale`` for a joint-delta policy (``vlmrl.sources.RobotEpisodes``)."""
-    with new.removed_on_failure():
-        env = open_robot_env(cfg, cfg.out_dir, robot_factories)
-    with env:
-        with new.removed_on_failure():
-            check_policy_fits(obs_spec, env, f"the policy of {cfg.from_run}")
-            keys, teleop = make_operator(cfg, env)
-        try:
-            yield (
-                describe_env(env),
-                lambda buffer: RobotEpisodes(
-                    env, buffer, keys, teleop, seed_base=cfg.seed, delta_scale=delta_scale
-                ),
-            )
-        finally:
-            keys.close()
-            teleop.close()
-
-
-@dataclass(frozen=True)
-class ArmActorConfig:
-    """What one robot actor of ``--actors`` opens (``open_arm``, in the actor's process)."""
-
-    cfg: Config
-    """The fine-tuning config with this arm's ``robot`` and ``leader_port``."""
-    out_dir: Path
-    """Where this arm's safety.jsonl goes."""
-    policy_obs: dict[str, Any]
-    """What the policy reads: the arm's env must provide it."""
-    robot_factories: dict[str, Any] | None = None
-
-
-def open_arm(arm: ArmActorConfig) -> RobotKit:
-    """A robot actor's env, operator keys and teleop (runs in the actor's process)."""
-    env = open_robot_env(arm.cfg, arm.out_dir, arm.robot_factories)
-    try:
-        check_policy_fits(arm.policy_obs, env, f"the policy of {arm.cfg.from_run}")
-        return RobotKit(env, *make_operator(arm.cfg, env))
-    except BaseException:
-        env.close()
-        raise
-
-
-ARM_FILE_KEYS = frozenset(f.name for f in dataclasses.fields(ArmConfig)) | {"leader_port"}
-
-
-def arm_configs(cfg: Config) -> list[Config]:
-    """One config per actor: ``cfg`` with each arm's overrides from ``--arms`` (else ``cfg`` itself).
-
-    Raises:
-        ConfigError: ``--actors`` on real arms without ``--arms``, or an arms file that cannot be read, is not a
-            list of one object per actor, names an unknown field, or gives two arms the same port or id.
-    """
-    if cfg.arms is None:
-        if cfg.robot.type != "sim_so101" and cfg.actors > 1:
-            raise ConfigError(
-                f"--actors {cfg.actors} on {cfg.robot.type}: give each arm its port and id with --arms FILE "
-                '(a JSON list such as [{"port": "/dev/ttyACM0", "id": "left"}, ...])'
-            )
-        return [cfg] * cfg.actors
-    try:
-        entries = json.loads(cfg.arms.read_text())
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"--arms {cfg.arms}: cannot read it as JSON ({exc})") from None
-    if (
-        not isinstance(entries, list)
-        or len(entries) != cfg.actors
-        or not all(isinstance(e, dict) for e in entries)
-    ):
-        raise ConfigError(f"--arms {cfg.arms}: expected a JSON list of {cfg.actors} objects (one per actor)")
-    out = []
-    for i, entry in enumerate(entries):
-        unknown = sorted(set(entry) - ARM_FILE_KEYS)
-        if unknown:
-            raise ConfigError(
-                f"--arms {cfg.arms}: arm {i} has unknown fields {unknown} (known: {sorted(ARM_FILE_KEYS)})"
-            )
-        robot = {k: tuple(v) if isinstance(v, list) else v for k, v in entry.items() if k != "leader_port"}
-        out.append(
-            dataclasses.replace(
-                cfg,
-                robot=dataclasses.replace(cfg.robot, **robot),
-                leader_port=entry.get("leader_port", cfg.leader_port),
-            )
-        )
-    for name in ("port", "id"):
-        values = [getattr(c.robot, name) for c in out if getattr(c.robot, name) is not None]
-        if len(values) != len(set(values)):
-            raise ConfigError(f"--arms {cfg.arms}: two arms have the same {name} ({values})")
-    return out
-
-
-def check_actor_settings(cfg: Config) -> None:
-    """``vlmrl train``'s one-line checks of ``--actors`` and ``--ray.*`` (finetune has no ``--reward-program``
-    or ``--prior-data``, the other things they refuse)."""
-    from types import SimpleNamespace
-
-    from vlmrl.train_config import check_actors
-
-    check_actors(SimpleNamespace(actors=cfg.actors, ray=cfg.ray, reward_program=None, prior_data=None))  # type: ignore[arg-type]
-
-
-def describe_difference(a: RobotSide, b: RobotSide) -> str:
-    """What differs between two arms' envs, in words."""
-    parts = []
-    for name in ("obs_spec", "action_keys", "cameras", "task_description"):
-        if getattr(a, name) != getattr(b, name):
-            parts.append(f"{name} {getattr(b, name)!r} instead of {getattr(a, name)!r}")
-    return "; ".join(parts) or "action_dim"
-
-
-@contextmanager
-def several_arms(
-    cfg: Config,
-    agent: Any,
-    obs_spec: dict,
-    action_space: Any,
-    new: NewPaths,
-    robot_factories: dict[str, Any] | None,
-    delta_scale: list[float] | None = None,
-) -> Iterator[tuple[RobotSide, SourceFor]]:
-    """``cfg.actors`` robot actors on Ray (see the module doc), all up and alike; the learner's view of their
-    envs. ``delta_scale`` for a joint-delta policy, as ``one_arm``."""
-    from vlmrl.actor_source import ActorEpisodes, connect  # imports Ray: only with --actors
-    from vlmrl.env_actor import PolicySpec
-    from vlmrl.robot_actor import RobotActor
-
-    arms = [
-        ArmActorConfig(arm, cfg.out_dir / f"arm-{i}", obs_spec, robot_factories)
-        for i, arm in enumerate(arm_configs(cfg))
-    ]
-    connect(cfg.ray.address)
-    policy = PolicySpec(
-        agent_cfg=agent.cfg,
-        obs_spec=obs_spec,
-        privileged_keys=(),
-        policy_keys=tuple(obs_spec),
-        estimate_dim=agent.estimate_dim,
+def store_spec(
+    cfg: Config, train: Any, side: RobotSide, camera: str, weight: float, scorer_id: str, reward_words: str
+) -> StoreSpec:
+    """The fine-tuning run's replay buffer: a zarr store in ``out_dir`` that is a recording of the arm (its
+    ``vlmrl_record`` attributes), with the sim run's discount and n-step."""
+    buffer_cfg = dataclasses.replace(
+        cfg.buffer,
+        storage="zarr",
+        clip_camera=cfg.buffer.clip_camera or camera,
+        aux_reward_scorer=scorer_id if weight > 0 else "",
+        aux_reward_weight=weight,
+        gamma=train.buffer.gamma,
+        n_step=train.buffer.n_step,
     )
-    source = ActorEpisodes(
-        cfg.actors, f"finetune-{cfg.out_dir.resolve().name}-{uuid.uuid4().hex[:8]}", open_arm, None, policy,
-        [], cfg.seed, None, agent, lambda: False, cfg.ray,
-        actor_class=RobotActor, actor_configs=arms, actor_kwargs={"action_space": action_space, "delta_scale": delta_scale},
-    )  # fmt: skip
-    try:
-        with new.removed_on_failure():
-            side, *others = source.describe()  # waits for every arm to be up
-            for i, other in enumerate(others, start=1):
-                if other != side:
-                    raise ConfigError(
-                        f"arm {i} ({arms[i].cfg.robot.port or 'twin'}) differs from arm 0: {describe_difference(side, other)}; "
-                        "the arms of one run must observe and act alike"
-                    )
-        print(f"vlmrl finetune: {cfg.actors} arms on the Ray cluster (learner: this process)")
-
-        def bind(buffer: Any) -> Any:
-            source.buffer = buffer
-            return source
-
-        yield side, bind
-    finally:
-        source.close()
-
-
-def sim_policy_run_info(run_dir: Path) -> dict[str, Any] | None:
-    """The training settings the sim run's ``policy.pt`` carries (``agents.export``: task, cameras, image
-    size, control rate, action mode), passed on to the fine-tuned policy, which reads and acts the same way;
-    None when the run has no exported policy or it carries none."""
-    path = run_dir / "policy.pt"
-    if not path.is_file():
-        return None
-    from agents.export import load_policy
-
-    run = load_policy(path).run
-    return {**run, "fine_tuned_from": str(run_dir)} if run else None
-
-
-def checkpoint_state(
-    cfg: Config,
-    train: Any,
-    agent: Any,
-    buffer: Any,
-    loop: LoopState,
-    link: ScoringLink | None,
-    obs_spec: dict,
-) -> dict[str, Any]:
-    """What a fine-tuning checkpoint holds: the format of `vlmrl train`'s (``vlmrl.checkpoint``), with the
-    fine-tuning config as ``config`` and the sim run's as ``train_config``."""
-    return {
-        "config": cfg,
-        "train_config": train,
-        "agent": agent.state_dict(),
-        "buffer": buffer.state_dict(),
-        "loop": dataclasses.replace(loop, evals=list(loop.evals), train_log=list(loop.train_log)),
-        "num_episodes_committed": buffer.num_episodes,
-        "scoring": None if link is None else link.state_dict(),
-        "buffer_config": buffer.cfg,  # as resolved (sampler, aux-reward weight): for reading only
-        "policy_obs_spec": {k: (tuple(shape), np.dtype(dt).name) for k, (shape, dt) in obs_spec.items()},
+    record = {
+        "task_description": side.task_description,
+        "control_hz": cfg.env.control_hz,
+        "robot_type": cfg.robot.type,
+        "robot_unit": cfg.robot.unit,
+        "operator": cfg.operator,
+        "reward": reward_words,
+        "action_keys": list(side.action_keys),
+        "cameras": list(side.cameras),
+        "from_run": str(cfg.from_run),
     }
+    info_keys = INFO_KEYS + ((POLICY_VERSION_KEY,) if cfg.actors else ())
+    return StoreSpec(
+        cfg=buffer_cfg, obs_spec=side.obs_spec, action_dim=side.action_dim, info_keys=info_keys,
+        path=cfg.out_dir / "buffer.zarr", record=record,
+    )  # fmt: skip
 
 
-LEGACY_CHECKPOINT = "checkpoint.pt"
-"""The single-file fine-tuning checkpoint of versions before the shared format (still resumable)."""
-
-
-def load_finetune_checkpoint(cfg: Config) -> dict[str, Any] | None:
-    """The checkpoint to resume from (None for a new run); refuses to mix a new run into an old one."""
-    legacy = cfg.out_dir / LEGACY_CHECKPOINT
-    if not cfg.resume:
-        if legacy.exists() or checkpoint_dir(cfg.out_dir).exists():
-            raise ConfigError(
-                f"--out-dir {cfg.out_dir} holds a fine-tuning run; continue it with --resume or choose another"
-            )
-        return None
-    if legacy.is_file() and not checkpoint_dir(cfg.out_dir).exists():
-        import torch
-
-        try:
-            old = torch.load(legacy, map_location="cpu", weights_only=False)  # our own file
-        except Exception as exc:
-            raise ConfigError(f"--resume: cannot read {legacy}: {exc}") from None
-        return {
-            "agent": old["agent"],
-            "buffer": old["buffer"],
-            "loop": LoopState(episode=int(old["episode"]) + 1),
-            "num_episodes_committed": old["num_episodes"],
-        }
-    return load_checkpoint(cfg.out_dir, flag="--resume", required=("agent", "buffer", "loop"))
+def refuse_changed_store(cfg: Config, stored: int, checkpointed: int) -> None:
+    """A resume refuses a store that changed after its checkpoint."""
+    raise ConfigError(
+        f"--resume: {cfg.out_dir / 'buffer.zarr'} holds {stored} episodes but the checkpoint in {cfg.out_dir} "
+        f"was taken at {checkpointed}; the store changed after the checkpoint"
+    )

@@ -41,12 +41,12 @@ from buffer.storage.shard_format import DEFAULT_JPEG_QUALITY, FrameCodec
 from robot.config import LeRobotEnvConfig
 from robot.errors import RobotError
 from sim.config import TwinConfig
+from vlmrl.assembly import open_episode_store
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines.common import (
     RobotEnvConfig,
     check_policy_fits,
     make_robot_env,
-    open_episode_store,
     write_config,
 )
 from vlmrl.run_dir import NewPaths

@@ -36,7 +36,7 @@ from buffer.storage.integrity import describe_skipped
 from vlm.config import AuxRewardConfig, OracleConfig
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines.common import write_config
-from vlmrl.scorer_choice import ScorerChoice
+from vlmrl.scorer_choice import ScorerChoice, ready_scorer
 
 logger = logging.getLogger("vlmrl.score")
 
@@ -220,7 +220,7 @@ def main(cfg: Config, custom_scorer: Any = None) -> int:
     names (the Python API's ``vlmrl.score(cfg, scorer=...)``); closed at the end like it."""
     from buffer.clips import clip_last_step
     from sim.video import write_video
-    from vlm import Clip, apply_calibration, make_scorer, scorer_prompt
+    from vlm import Clip
     from vlmrl.scoring import write_aux_rewards
 
     if cfg.clip_length < 1 or cfg.clip_stride < 1:
@@ -256,22 +256,23 @@ def main(cfg: Config, custom_scorer: Any = None) -> int:
         goal = cfg.prompt or source.task
         if not goal:
             raise ConfigError(f"{cfg.episodes}: no task sentence stored; pass --prompt")
-        kind = cfg.scorer.kind if custom_scorer is None else getattr(custom_scorer, "kind", "custom")
-        prompt = cfg.prompt or scorer_prompt(goal, kind)  # as train and finetune build it
         clips_of: dict[int, list[Any]] = {}
         for ref in source.buffer.new_clips():
             clips_of.setdefault(ref.episode, []).append(ref)
         # Labels first: data that cannot be calibrated fails before the (slow) scoring.
         labels = episode_labels(source, clips_of, episodes) if cfg.fit_score_calibration else None
-        scorer = make_scorer(cfg.scorer) if custom_scorer is None else custom_scorer
+
+        def first_frame() -> tuple[str, tuple[int, ...]]:
+            first, _ = source.buffer.episode_rows(episodes[0])
+            frame = source.buffer.storage.read(f"pixels/{source.camera}", np.array([first]))
+            return source.camera, frame.shape[1:3]
+
+        scorer, prompt = ready_scorer(
+            cfg.scorer, goal, scorer=custom_scorer, prompt=cfg.prompt, source=first_frame,
+            calibration=cfg.score_calibration,
+        )  # fmt: skip
         try:
-            check_source = getattr(scorer, "check_source", None)
-            if check_source is not None:  # scorer:learned: refuses another camera or frame size in one line
-                first, _ = source.buffer.episode_rows(episodes[0])
-                frame = source.buffer.storage.read(f"pixels/{source.camera}", np.array([first]))
-                check_source(source.camera, frame.shape[1:3])
             if cfg.score_calibration:
-                scorer = apply_calibration(scorer, cfg.score_calibration, prompt)
                 warn_if_calibration_hurts(scorer.calibration, cfg.score_calibration)
             # Inputs are valid: only now is the report directory (and its config.json) written.
             write_config(cfg, out_dir)

@@ -46,7 +46,7 @@ import tyro
 from vlm.config import OracleConfig
 from vlm.score_calibration import best_threshold
 from vlmrl.errors import ConfigError
-from vlmrl.scorer_choice import ScorerChoice
+from vlmrl.scorer_choice import ScorerChoice, ready_scorer
 
 TeacherChoice = ScorerChoice
 """Any backend can teach, a learned scorer included."""
@@ -540,7 +540,6 @@ def main(cfg: Config) -> int:
     """Fit and write the scorer file; returns 0."""
     import torch
 
-    from vlm import make_scorer
     from vlm.backends.learned import save_learned
     from vlm.prompts import prompt_hash, scorer_prompt
     from vlmrl.scorer_eval import figures
@@ -558,7 +557,7 @@ def main(cfg: Config) -> int:
     try:
         prompt = cfg.prompt or scorer_prompt(sources[0].task, "learned")  # the prompt train will ask
         if cfg.labels == "teacher":
-            teacher = make_scorer(cfg.teacher)  # one line if unreachable, before anything is written
+            teacher, _ = ready_scorer(cfg.teacher)  # one line if unreachable; asked the student's prompt
         camera, image_hw = sources[0].camera, sources[0].image_hw
         data = build_dataset(cfg, sources, prompt, teacher, people_labels(cfg, sources))
         teacher_id = teacher.scorer_id if teacher is not None else None

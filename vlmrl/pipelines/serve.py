@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vlm.config import HFConfig, ServerConfig
-from vlmrl.scorer_choice import ScorerChoice
+from vlmrl.scorer_choice import ScorerChoice, ready_scorer
 
 ServedScorer = ScorerChoice
 
@@ -45,10 +45,9 @@ def main(cfg: Config) -> int:
     """Builds the scorer (failing fast if its model cannot be reached) and serves it until interrupted."""
     import uvicorn
 
-    from vlm import make_scorer
     from vlm.server import create_app, resolve_api_key
 
-    scorer = make_scorer(cfg.scorer)
+    scorer, _ = ready_scorer(cfg.scorer)  # its clients send their own prompts
     run_dir = Path(cfg.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(_resolved(cfg), indent=2))
