@@ -69,8 +69,8 @@ def build(args: argparse.Namespace) -> None:
     from sim.config import SimConfig
     from sim.factory import make_env
     from sim.so101.tasks import TASKS
+    from vlmrl.assembly import open_episode_store
     from vlmrl.datasets import mixed_quality_episodes
-    from vlmrl.pipelines.common import open_episode_store
 
     out = Path(args.out)
     store = out / "episodes.zarr"

@@ -242,7 +242,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     )
     control_hz = control_hz_of(cfg)
     facts = {
-        "from_run": f"{cfg.from_run}{' (its networks, freshly initialised)' if cfg.fresh_agent else ''}",
+        "from_run": f"{cfg.from_run}{' (its networks, freshly initialised: --fresh-agent)' if cfg.fresh_agent else ''}",
         "robot": describe_robot(cfg),
         "operator": describe_operator(cfg),
         "reward": reward_words,
