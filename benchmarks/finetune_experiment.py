@@ -286,19 +286,19 @@ def summarize(rows: list[dict[str, object]], before: dict[str, object], plan: Pl
             if len(seeds_a) > 1 and len(seeds_b) > 1:
                 pair[point] = {"p": welch_p(seeds_a, seeds_b), "over": "seeds"}
             else:  # one seed: the evaluation episodes are the only samples (not independent runs)
-                eps_a = [
-                    float(o)
-                    for r in rows
-                    if r["condition"] == a and point in r["curve"]
-                    for o in r["curve"][point]["outcomes"]
-                ]  # type: ignore[index]
-                eps_b = [
-                    float(o)
-                    for r in rows
-                    if r["condition"] == b and point in r["curve"]
-                    for o in r["curve"][point]["outcomes"]
-                ]  # type: ignore[index]
-                pair[point] = {"p": welch_p(eps_a, eps_b), "over": "episodes (one seed)"}
+
+                def outcomes(condition: str, point: str) -> list[float]:
+                    return [
+                        float(o)
+                        for r in rows
+                        if r["condition"] == condition and point in r["curve"]
+                        for o in r["curve"][point]["outcomes"]
+                    ]  # type: ignore[index]
+
+                pair[point] = {
+                    "p": welch_p(outcomes(a, point), outcomes(b, point)),
+                    "over": "episodes (one seed)",
+                }
         p_values[f"{a}_vs_{b}"] = pair
     return {"curves": curves, "p_values": p_values, "before": before}
 

@@ -245,19 +245,22 @@ def auc_or_none(scores: np.ndarray, labels: np.ndarray) -> float | None:
     return roc_auc(scores, labels) if 0 < labels.sum() < len(labels) else None
 
 
+def row_figures(episodes: list[dict[str, Any]], nominal: float) -> dict[str, Any]:
+    """One row's episodes, success rate, mean return and success relative to ``nominal`` (None when 0)."""
+    success = float(np.mean([e["success"] for e in episodes]))
+    return {
+        "episodes": len(episodes),
+        "success_rate": success,
+        "mean_return": float(np.mean([e["return"] for e in episodes])),
+        "vs_nominal": success / nominal if nominal > 0 else None,
+    }
+
+
 def summarise(rows: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """Per row: success rate, mean return and the success relative to the nominal row's (None when the
     policy never succeeds on the nominal twin)."""
     nominal = float(np.mean([e["success"] for e in rows[NOMINAL]]))
-    out = {}
-    for name, episodes in rows.items():
-        success = float(np.mean([e["success"] for e in episodes]))
-        out[name] = {
-            "episodes": len(episodes),
-            "success_rate": success,
-            "mean_return": float(np.mean([e["return"] for e in episodes])),
-            "vs_nominal": success / nominal if nominal > 0 else None,
-        }
+    out = {name: row_figures(episodes, nominal) for name, episodes in rows.items()}
     perturbed = [e for name, episodes in rows.items() if name != NOMINAL for e in episodes]
     overall = float(np.mean([e["success"] for e in perturbed]))
     out[OVERALL] = {

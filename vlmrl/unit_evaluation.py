@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from vlmrl.errors import ConfigError
+from vlmrl.perturbation_grid import row_figures
 
 FAST_CONTROL_HZ = 10_000.0
 """Loop rate of the units' envs: the twin is stepped in lockstep, so the loop need not wait for real time."""
@@ -110,17 +111,13 @@ def summary(rows: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     from sim.units import NOMINAL
 
     nominal = float(np.mean([e["success"] for e in rows[NOMINAL]])) if NOMINAL in rows else 0.0
-    out = {}
-    for name, episodes in rows.items():
-        success = float(np.mean([e["success"] for e in episodes]))
-        out[name] = {
-            "episodes": len(episodes),
-            "success_rate": success,
-            "mean_return": float(np.mean([e["return"] for e in episodes])),
-            "vs_nominal": success / nominal if nominal > 0 else None,
+    return {
+        name: {
+            **row_figures(episodes, nominal),
             "safety_clips_per_episode": float(np.mean([sum(e["safety_clips"].values()) for e in episodes])),
         }
-    return out
+        for name, episodes in rows.items()
+    }
 
 
 def markdown_table(result: UnitsResult, seeds: list[int]) -> str:
