@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -64,8 +65,11 @@ def test_reopen_keeps_episodes_scores_and_resumes(make):
 
 
 def test_fsspec_url_store():
+    # A fresh name per call: fsspec's memory filesystem lives as long as the process, and a test run twice
+    # in one process (mutmut's clean run after its stats run) would reopen the first call's store.
+    url = f"memory://vlmrl-test-buffer-{uuid.uuid4().hex}"
     cfg = BufferConfig(storage="zarr", capacity_steps=60)
-    buf = make_buffer(cfg, OBS_SPEC, ACTION_DIM, path="memory://vlmrl-test-buffer")
+    buf = make_buffer(cfg, OBS_SPEC, ACTION_DIM, path=url)
     for e in range(3):
         fill_episode(buf, e, 6)
     batch = buf.sample(20)
@@ -73,7 +77,7 @@ def test_fsspec_url_store():
         e, t = batch.obs["state"][i, :2].astype(int)
         np.testing.assert_array_equal(batch.obs["pixels/front"][i], step_obs(e, t)["pixels/front"])
     buf.close()
-    again = make_buffer(cfg, OBS_SPEC, ACTION_DIM, path="memory://vlmrl-test-buffer")
+    again = make_buffer(cfg, OBS_SPEC, ACTION_DIM, path=url)
     assert again.num_episodes == 3
 
 
