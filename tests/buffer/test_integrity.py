@@ -17,7 +17,7 @@ from buffer_helpers import ACTION_DIM, OBS_SPEC, fill_episode, step_obs
 
 from buffer import BufferError
 from buffer.spec import build_specs
-from buffer.storage.integrity import check_episodes, intact_episodes
+from buffer.storage.integrity import check_episodes, describe_skipped, intact_episodes, known_damage
 from buffer.storage.shard_format import ABSENT, encode_index
 from buffer.storage.zarr_store import ZarrStorage
 
@@ -216,3 +216,70 @@ def test_prior_data_copies_intact_episodes_and_names_the_damaged(store, make):
         for t in range(len(rows)):
             np.testing.assert_array_equal(frames[t], step_obs(old, t)["pixels/front"])
         np.testing.assert_array_equal(target.storage.read("action", rows[:-1])[:, 0], old)
+
+
+def flip_frame_byte(store: Path, k: int, slot: int) -> None:
+    """One bit of frame `slot` of shard `k` flipped: the structure stays intact, only a read finds it."""
+    path = shard(store, k)
+    data = bytearray(path.read_bytes())
+    index = np.frombuffer(bytes(data[: 16 * FPS]), "<u8").reshape(FPS, 2)
+    data[int(index[slot, 0]) + 7] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def test_known_damage_is_reported_as_found_at_opening_and_later_episodes_are_still_read(store):
+    delete(shard(store, 0))  # rows 0..7: episodes 0 and 1, known when the store opens
+    flip_frame_byte(store, 2, 4)  # row 20: episode 3, found only by reading
+    storage = open_store(store, on_damage="record")
+    try:
+        known = storage.damaged()
+        assert sorted(known) == [0, 1] and known_damage(storage) == known
+        problems = check_episodes(storage)
+        assert sorted(problems) == [0, 1, 3]
+        assert problems[0] == known[0] and problems[1] == known[1]  # the opening's words, not a re-read's
+        assert "row 20 (episode 3, step 2) is corrupt" in problems[3]
+    finally:
+        storage.close()
+
+
+def test_a_storage_without_an_opening_check_has_no_known_damage(make):
+    buf = make("memory", capacity_steps=50)
+    fill_episode(buf, 0, 5)
+    assert known_damage(buf.storage) == {} and check_episodes(buf.storage) == {}
+
+
+def test_only_the_episodes_and_arrays_asked_for_are_read(store):
+    flip_frame_byte(store, 2, 4)  # row 20: episode 3's front frame
+    storage = open_store(store)
+    try:
+        assert check_episodes(storage, [0, 1, 2]) == {}
+        assert check_episodes(storage, names=["state", "action"]) == {}
+        assert list(check_episodes(storage, [3], ["pixels/front"])) == [3]
+        assert intact_episodes(storage, skip_corrupt=False, episodes=[0, 2]) == ([0, 2], {})
+        assert intact_episodes(storage, skip_corrupt=False, names=["state"]) == ([0, 1, 2, 3], {})
+        used, skipped = intact_episodes(storage, skip_corrupt=True, episodes=[1, 3])
+        assert used == [1] and list(skipped) == [3]
+    finally:
+        storage.close()
+
+
+def test_damage_is_found_in_a_later_read_block_of_an_episode(store):
+    flip_frame_byte(store, 2, 5)  # row 21: episode 3, step 3, in the second 2-row block of 18..23
+    storage = open_store(store)
+    try:
+        problems = check_episodes(storage, rows_per_read=2)
+        assert list(problems) == [3] and "row 21 (episode 3, step 3)" in problems[3]
+    finally:
+        storage.close()
+
+
+def test_skipped_episodes_are_described_on_one_line_listing_at_most_twenty():
+    assert describe_skipped({4: "gone", 2: "bad"}) == "2 episode(s) skipped [2, 4]: episode 2: bad"
+    twenty = {e: f"problem {e}" for e in range(20)}
+    assert describe_skipped(twenty, verb="damaged") == (
+        f"20 episode(s) damaged [{', '.join(map(str, range(20)))}]: episode 0: problem 0"
+    )
+    many = {e: f"problem {e}" for e in range(21)}
+    assert describe_skipped(many) == (
+        f"21 episode(s) skipped [{', '.join(map(str, range(20)))}, ...]: episode 0: problem 0"
+    )
