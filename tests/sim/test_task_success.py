@@ -129,3 +129,65 @@ def test_a_cube_in_the_air_without_a_grasp_is_no_lift_in_the_twin() -> None:
     assert twin.sim.fingers_touch_cube() == (False, False)
     assert not twin.task.evaluate(twin.sim).success
     env.close()
+
+
+# The shaped progress, stage by stage (the oracle scorer and the shaped reward read these numbers):
+# reach: 1 at the radius, falling linearly to 0 at 25 cm beyond it; approach: 1 with the tool centre point at
+# the cube, 0 at 20 cm; lift: 0.3 approach + 0.2 grasp + 0.5 x (height / lift height, while grasped); place:
+# 0.2 approach + 0.15 grasp + 0.15 x lifted fraction (while grasped) + 0.5 transport (1 over the bin's
+# centre, 0 at 20 cm; counted while grasped or inside the bin). Below success it stays under 0.99.
+
+
+def progress(task: Task, sim: FakeSim) -> float:
+    return task.evaluate(sim).progress  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("beyond_m", "expected"), [(0.0625, 0.75), (0.125, 0.5), (0.25, 0.0), (0.4, 0.0)])
+def test_reach_progress_falls_linearly_over_25_cm_beyond_the_radius(beyond_m: float, expected: float) -> None:
+    task, sim = task_on_fake("reach")
+    sim.tcp = task.goal() + np.array([0.0, 0.0, REACH_RADIUS_M + beyond_m])
+    assert progress(task, sim) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("above_m", "approach"), [(0.0, 1.0), (0.05, 0.75), (0.1, 0.5), (0.3, 0.0)])
+def test_lift_progress_before_a_grasp_is_the_approach(above_m: float, approach: float) -> None:
+    task, sim = task_on_fake("lift")
+    sim.tcp = sim.cube + np.array([0.0, 0.0, above_m])
+    assert progress(task, sim) == pytest.approx(0.3 * approach)
+
+
+def test_lift_progress_while_grasped_adds_the_grasp_and_the_height_and_stays_under_success() -> None:
+    task, sim = task_on_fake("lift")
+    sim.touch = (True, True)
+    sim.cube[2] = g.CUBE_HALF_M + 0.75 * LIFT_HEIGHT_M
+    sim.tcp = sim.cube.copy()
+    assert progress(task, sim) == pytest.approx(0.3 + 0.2 + 0.5 * 0.75)
+    sim.cube[2] = g.CUBE_HALF_M + LIFT_HEIGHT_M - EPS_M  # 0.99875 by the stages: capped below success
+    sim.tcp = sim.cube.copy()
+    assert progress(task, sim) == pytest.approx(0.99)
+
+
+def place_on_fake(offset_m: float, height_m: float, grasped: bool, tcp_above_m: float = 0.0):
+    task, sim = task_on_fake("place")
+    sim.cube = np.array([*(task.goal()[:2] + np.array([offset_m, 0.0])), g.CUBE_HALF_M + height_m])
+    sim.tcp = sim.cube + np.array([0.0, 0.0, tcp_above_m])
+    sim.touch = (grasped, grasped)
+    return task, sim
+
+
+@pytest.mark.parametrize(
+    ("offset_m", "height_m", "grasped", "tcp_above_m", "expected"),
+    [
+        (0.1, 0.02, True, 0.0, 0.2 + 0.15 + 0.15 * 0.5 + 0.5 * 0.5),  # carried halfway, half lifted
+        (0.1, 0.06, True, 0.0, 0.2 + 0.15 + 0.15 * 1.0 + 0.5 * 0.5),  # lifted past the lift height
+        (0.15, 0.0, True, 0.0, 0.2 + 0.15 + 0.0 + 0.5 * 0.25),  # grasped on the table
+        (0.1, 0.02, False, 0.1, 0.2 * 0.5),  # flicked, not carried: no lift, no transport
+        (0.0, 0.02, False, 0.0, 0.2 + 0.5),  # dropped into the bin, not yet resting on its floor
+        (0.0, 0.04, True, 0.0, 0.99),  # held above the bin: every stage, capped below success
+    ],
+)
+def test_place_progress_follows_its_stages(
+    offset_m: float, height_m: float, grasped: bool, tcp_above_m: float, expected: float
+) -> None:
+    task, sim = place_on_fake(offset_m, height_m, grasped, tcp_above_m)
+    assert progress(task, sim) == pytest.approx(expected)
