@@ -268,7 +268,9 @@ def run_group(
         prepare(name, group, scratch)
         names = patterns(group)
     env = os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": ""}
-    env |= {"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
+    # OSMesa, not EGL: mutmut forks each mutant from a process whose tests already made an EGL context,
+    # and a new EGL renderer in the forked child hangs (seen in the offline group's recording fixture).
+    env |= {"MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"}
     started = datetime.datetime.now(datetime.UTC)
     commit = subprocess.run(  # of the tree copied (the tests, on a re-run), not of the tree at the end
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
