@@ -8,7 +8,9 @@ on the nominal twin on the same start states; then each condition runs `vlmrl fi
 policy it has so far on the unit (``--eval-episodes`` episodes, the same held-out start states every time):
 
 - ``interventions``: fine-tune with the scripted operator's keys and takeovers (its default budget);
-- ``keys_only``: fine-tune with its keys only (``--scripted-operator.budget-steps 0``: no takeovers);
+- ``keys_only``: fine-tune with its keys only (``--scripted-operator.budget-steps 0``: no takeovers, and
+  ``--scripted-operator.no-give-up``: an episode runs out rather than ending with the failure key at the
+  first stall, so the policy has whole episodes to learn from);
 - ``scratch``: the same operator, takeovers included (the robot's demonstrations), and the same robot
   minutes, from a freshly initialised agent of the same networks (``vlmrl finetune --fresh-agent``).
 
@@ -46,7 +48,7 @@ from replay_experiment import provenance
 
 CONDITIONS: dict[str, tuple[str, ...]] = {
     "interventions": (),
-    "keys_only": ("--scripted-operator.budget-steps", "0"),
+    "keys_only": ("--scripted-operator.budget-steps", "0", "--scripted-operator.no-give-up"),
     "scratch": ("--fresh-agent",),
 }
 """Each condition's options to `vlmrl finetune`, beside the common ones (``finetune_argv``)."""
