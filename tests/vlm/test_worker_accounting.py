@@ -110,6 +110,7 @@ def test_a_partial_batch_waits_for_more_clips_then_goes_without_a_drain() -> Non
     cfg = WorkerConfig(batch_size=4, batch_wait_s=0.9, backoff_s=0.001)
     with ScoringWorker(scorer, "q", _load, Recorder(), cfg) as worker:
         worker.submit(_requests(1))
+        time.sleep(0.1)  # the worker is now waiting for more (a worker that did not wait sends a batch of 1)
         worker.submit(_requests(3, start_id=10))  # within the batch wait: one batch of four
         wait_until(lambda: worker.metrics()["scored"] == 4)
         worker.submit(_requests(2, start_id=20))  # never a fuller batch: it goes when the wait is over
@@ -210,8 +211,11 @@ def test_failures_are_logged_with_the_clip_and_the_error(caplog) -> None:
         w.submit(_requests(2))
         assert w.drain(30)
         error = w.last_error
-    text = caplog.text
+    messages = [record.getMessage() for record in caplog.records]
     assert error == "TimeoutError: backend slow"
-    assert "could not load clip ClipRequest(clip_id=1" in text and "'evicted'" in text
-    assert "scoring failed (1 in a row): TimeoutError: backend slow" in text
-    assert "on_scored failed for 1 clips: buffer closed" in text
+    assert (
+        sum(m.startswith("could not load clip ClipRequest(clip_id=1,") for m in messages) == 2
+    )  # and the retry
+    assert all(m.endswith(": 'evicted'") for m in messages if m.startswith("could not load"))
+    assert "scoring failed (1 in a row): TimeoutError: backend slow" in messages
+    assert "on_scored failed for 1 clips: buffer closed" in messages
