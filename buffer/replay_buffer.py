@@ -260,7 +260,7 @@ class ReplayBuffer:
         if self._stats is None or not self._stats.ready:
             return {}
         with self._lock:
-            return self._stats.summary(self._row_of_pos, prior_rows)
+            return self._stats.summary(self._row_of_pos, self.storage.episodes().first_row, prior_rows)
 
     def _draw(self, batch_size: int, keys: tuple[str, ...]) -> _Draw:
         pos, weights = self.sampler.sample(batch_size, self._rng)

@@ -37,6 +37,9 @@ SCORE, PROGRESS = 0, 1
 NEAR_PROGRESS = 0.8
 """Progress that makes a clip near-successful (pre-registered in results/vlm-replay/README.md)."""
 _N = len(COLUMNS)
+RANK_SAMPLE, MEDIAN_SAMPLE = 5_000, 32_000
+"""At most so many transitions are ranked for ``replay/score_progress_rank_corr`` (standard error ~0.014)
+and enter ``replay/age_median``: a window's summary stays a few milliseconds."""
 # A batch's snapshot of the buffer: clock, live transitions, sum of their clocks, per column sum and count known.
 _CLOCK, _LIVE, _STORED_AT, _SUMS = 0, 1, 2, 3
 
@@ -79,7 +82,7 @@ class ReplayStats:
 
     def __init__(self, capacity: int, every: int):
         self.every = every
-        self.values = np.full((capacity, _N), np.nan, np.float32)
+        self.values = np.full((_N, capacity), np.nan, np.float32)  # a row per column: gathers stay contiguous
         self.stored_at = np.zeros(capacity, np.int64)
         self.live = np.zeros(capacity, bool)
         self.clock = 0
@@ -89,17 +92,17 @@ class ReplayStats:
         self._moments: deque[np.ndarray] = deque(maxlen=every)
 
     def _account(self, positions: np.ndarray, sign: float) -> None:
-        values = self.values[positions]
+        values = self.values[:, positions]
         known = ~np.isnan(values)
         self._sums[0] += sign * len(positions)
         self._sums[1] += sign * float(self.stored_at[positions].sum())
-        self._sums[2 : 2 + _N] += sign * np.where(known, values, 0.0).sum(axis=0)
-        self._sums[2 + _N : 2 + 2 * _N] += sign * known.sum(axis=0)
+        self._sums[2 : 2 + _N] += sign * np.where(known, values, 0.0).sum(axis=1)
+        self._sums[2 + _N : 2 + 2 * _N] += sign * known.sum(axis=1)
 
     def add(self, positions: np.ndarray, values: np.ndarray, stored_at: np.ndarray) -> None:
         """Transitions of a committed episode: their values (``episode_values``) and storage clocks."""
         self.remove(positions)
-        self.values[positions] = values
+        self.values[:, positions] = values.T
         self.stored_at[positions] = stored_at
         self.live[positions] = True
         self._account(positions, 1.0)
@@ -110,7 +113,7 @@ class ReplayStats:
         if len(positions):
             self._account(positions, -1.0)
             self.live[positions] = False
-            self.values[positions] = np.nan
+            self.values[:, positions] = np.nan
 
     def set_scores(self, positions: np.ndarray, scores: np.ndarray) -> None:
         """Clip scores of live positions."""
@@ -118,11 +121,11 @@ class ReplayStats:
         scores = np.asarray(scores, np.float32)[first]
         live = self.live[positions]
         positions, scores = positions[live], scores[live]
-        old = self.values[positions, SCORE]
+        old = self.values[SCORE, positions]
         known = ~np.isnan(old)
         self._sums[2 + SCORE] += float(scores.sum() - old[known].sum())
         self._sums[2 + _N + SCORE] += float(len(scores) - known.sum())
-        self.values[positions, SCORE] = scores
+        self.values[SCORE, positions] = scores
 
     def observe(self, rows: np.ndarray) -> None:
         """A sampled batch's global rows (``Batch.indices``)."""
@@ -134,36 +137,51 @@ class ReplayStats:
         """A full window of batches is waiting for ``summary``."""
         return self.every > 0 and len(self._rows) >= self.every
 
-    def summary(self, row_of_pos: np.ndarray, prior_rows: int = 0) -> dict[str, float]:
+    def summary(self, row_of_pos: np.ndarray, first_row: int, prior_rows: int = 0) -> dict[str, float]:
         """The window's figures under ``replay/`` (``replay/<column>`` replayed mean, ``replay/buffer_<column>``
         the buffer's), then a new window starts. Rows evicted since they were sampled are left out.
 
         Args:
             row_of_pos: the buffer's global row at each ring position (-1: none).
+            first_row: the oldest live global row (eviction is oldest first: older rows are gone).
             prior_rows: global rows [0, prior_rows) are demonstrations or prior data (0: none).
         """
         rows = np.concatenate(self._rows)
+        batch_ends = np.cumsum([len(r) for r in self._rows])
         moments = np.stack(self._moments)
-        clocks = np.repeat(moments[:, _CLOCK], [len(r) for r in self._rows])
         self._rows.clear()
         self._moments.clear()
-        pos = rows % len(row_of_pos)
-        kept = (row_of_pos[pos] == rows) & self.live[pos]
-        rows, pos, clocks = rows[kept], pos[kept], clocks[kept]
+        kept = np.flatnonzero(rows >= first_row) if rows.min() < first_row else None
+        if kept is not None:
+            rows = rows[kept]
         out = {"replay/batches": float(len(moments)), "replay/rows": float(len(rows))}
         if not len(rows):
             return out
-        values = self.values[pos]
+        pos = rows % len(row_of_pos)
+        # replays per position (float: the sums below are BLAS dot products)
+        times = np.bincount(pos, minlength=len(row_of_pos)).astype(np.float64)
         for i, name in enumerate(COLUMNS):
-            known = ~np.isnan(values[:, i])
+            known = ~np.isnan(self.values[i])
             counts = moments[:, _SUMS + _N + i]
-            if known.any() and (counts > 0).any():
-                out[f"replay/{name}"] = float(values[known, i].mean())
+            replayed = times[known]
+            total = replayed.sum()
+            if total > 0 and (counts > 0).any():
+                out[f"replay/{name}"] = float(replayed @ self.values[i, known].astype(np.float64) / total)
                 buffer_means = moments[counts > 0, _SUMS + i] / counts[counts > 0]
                 out[f"replay/buffer_{name}"] = float(buffer_means.mean())
-        age = clocks - 1 - self.stored_at[pos]
-        out["replay/age_mean"] = float(age.mean())
-        out["replay/age_median"] = float(np.median(age))
+
+        def clocks(index: np.ndarray) -> np.ndarray:  # the storage clock when each sampled row was drawn
+            original = index if kept is None else kept[index]
+            return moments[np.searchsorted(batch_ends, original, side="right"), _CLOCK]
+
+        clock_sum = (
+            float(np.diff(batch_ends, prepend=0) @ moments[:, _CLOCK])
+            if kept is None
+            else float(clocks(np.arange(len(rows))).sum())
+        )
+        out["replay/age_mean"] = (clock_sum - float(times @ self.stored_at.astype(np.float64))) / len(rows) - 1
+        sample = np.arange(0, len(rows), max(1, len(rows) // MEDIAN_SAMPLE))  # evenly spaced replayed rows
+        out["replay/age_median"] = float(np.median(clocks(sample) - 1 - self.stored_at[pos[sample]]))
         live = moments[:, _LIVE]
         out["replay/buffer_age_mean"] = float(
             (moments[:, _CLOCK] - 1 - moments[:, _STORED_AT] / np.maximum(live, 1)).mean()
@@ -172,7 +190,8 @@ class ReplayStats:
             out["replay/demo_share"] = float((rows < prior_rows).mean())
             prior_live = int(np.count_nonzero(self.live & (row_of_pos >= 0) & (row_of_pos < prior_rows)))
             out["replay/buffer_demo_share"] = float((prior_live / np.maximum(live, 1)).mean())
-        corr = rank_correlation(values[:, SCORE], values[:, PROGRESS], pos)
+        distinct = np.flatnonzero(times)
+        corr = rank_correlation(self.values[SCORE, distinct], self.values[PROGRESS, distinct])
         if corr is not None:
             out["replay/score_progress_rank_corr"] = corr
         return out
@@ -196,14 +215,16 @@ class ReplayStats:
             self._moments.append(np.asarray(moment, np.float64))
 
 
-def rank_correlation(scores: np.ndarray, progress: np.ndarray, positions: np.ndarray) -> float | None:
-    """Spearman correlation of the scorer's scores and the oracle's progress over the distinct replayed
-    transitions that have both (the student's agreement with the oracle); None when it is undefined."""
-    _, first = np.unique(positions, return_index=True)
-    s, p = scores[first], progress[first]
-    both = ~np.isnan(s) & ~np.isnan(p)
-    if both.sum() < 3 or np.ptp(s[both]) == 0 or np.ptp(p[both]) == 0:
+def rank_correlation(scores: np.ndarray, progress: np.ndarray) -> float | None:
+    """Spearman correlation of the scorer's scores and the oracle's progress where both are known (over
+    the distinct replayed transitions: the student's agreement with the oracle); None when it is undefined.
+    At most ``RANK_SAMPLE`` evenly spaced transitions are ranked, to keep a window's summary cheap."""
+    both = np.flatnonzero(~np.isnan(scores) & ~np.isnan(progress))
+    if len(both) > RANK_SAMPLE:
+        both = both[np.linspace(0, len(both) - 1, RANK_SAMPLE).astype(np.int64)]
+    s, p = scores[both], progress[both]
+    if len(both) < 3 or np.ptp(s) == 0 or np.ptp(p) == 0:
         return None
-    from scipy.stats import spearmanr
+    from scipy.stats import spearmanr  # only here: importing scipy takes ~0.5 s
 
-    return float(spearmanr(s[both], p[both]).statistic)
+    return float(spearmanr(s, p).statistic)
