@@ -451,9 +451,7 @@ def diagnostics_summary(records: list[dict], part: str = "late") -> dict[str, di
         summary[condition] = {
             "runs": float(len(rows)),
             "final_success": float(sum(r["final_success"] for r in rows) / len(rows)),
-            **{
-                f: float(sum(x[f] for x in per_run if f in x) / sum(f in x for x in per_run)) for f in names
-            },
+            **{f: float(sum(x[f] for x in per_run if f in x) / sum(f in x for x in per_run)) for f in names},
         }
     return summary
 
@@ -587,7 +585,9 @@ def print_diagnostics(out: Path, json_path: Path | None) -> int:
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     summary = diagnostics_summary(records)
     if not summary:
-        print(f"no run in {path} logged replay diagnostics (runs from before them, or too short for a window)")
+        print(
+            f"no run in {path} logged replay diagnostics (runs from before them, or too short for a window)"
+        )
         return 0
     print(diagnostics_table(summary))
     if json_path:

@@ -83,7 +83,9 @@ def measure(sampler, transitions: int, rounds: int, batches: int) -> dict[str, f
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--transitions", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=7, help="alternating rounds (the median is reported)")
     parser.add_argument("--batches", type=int, default=2_000, help="samples per round (2 windows)")
@@ -97,7 +99,9 @@ def main() -> None:
               f"{f['summary_ms_per_window']:.1f} ms")  # fmt: skip
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"transitions": args.transitions, "batch": BATCH, **figures}, indent=2))
+        args.json.write_text(
+            json.dumps({"transitions": args.transitions, "batch": BATCH, **figures}, indent=2)
+        )
 
 
 if __name__ == "__main__":

@@ -59,7 +59,8 @@ def episode_values(info: dict[str, np.ndarray], n_transitions: int, length: int,
     prog = None if progress is None else np.asarray(progress, np.float32).reshape(-1)
     span = length * stride
     for start, frames in plan_episode_clips(n + 1, length, stride):
-        stop = min(start + span, n)  # covered transitions [start, stop); the span's observations [start, stop]
+        # the clip covers transitions [start, stop); its span's observations are [start, stop]
+        stop = min(start + span, n)
         if prog is not None:
             out[start:stop, PROGRESS] = prog[start + (frames - 1) * stride]
             out[start:stop, 3] = float(prog[start : stop + 1].max() >= NEAR_PROGRESS)
@@ -179,7 +180,8 @@ class ReplayStats:
             if kept is None
             else float(clocks(np.arange(len(rows))).sum())
         )
-        out["replay/age_mean"] = (clock_sum - float(times @ self.stored_at.astype(np.float64))) / len(rows) - 1
+        stored_at_sum = float(times @ self.stored_at.astype(np.float64))
+        out["replay/age_mean"] = (clock_sum - stored_at_sum) / len(rows) - 1
         sample = np.arange(0, len(rows), max(1, len(rows) // MEDIAN_SAMPLE))  # evenly spaced replayed rows
         out["replay/age_median"] = float(np.median(clocks(sample) - 1 - self.stored_at[pos[sample]]))
         live = moments[:, _LIVE]

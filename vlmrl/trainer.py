@@ -485,7 +485,8 @@ class Trainer:
         past its checkpoint), which the final evaluation's writer must not do to the last episode's."""
         from torch.utils.tensorboard import SummaryWriter
 
-        return SummaryWriter(str(self.run_dir / "tb"), purge_step=(self.state.step or None) if purge else None)
+        purge_step = (self.state.step or None) if purge else None
+        return SummaryWriter(str(self.run_dir / "tb"), purge_step=purge_step)
 
     # ------------------------------------------------------------------------------------ the end
     def _finish(self, interrupted: bool) -> dict[str, Path]:

@@ -27,7 +27,7 @@ def test_a_train_run_logs_replay_diagnostics_and_the_experiment_records_them(tmp
         assert row["replay/batches"] == WINDOW and row["replay/rows"] == WINDOW * cfg.batch_size
         for name in ("progress", "clip_success", "near_success", "episode_success"):  # the env's info
             assert 0 <= row[f"replay/{name}"] <= 1 and 0 <= row[f"replay/buffer_{name}"] <= 1
-        assert 0 <= row["replay/age_median"] and 0 < row["replay/buffer_age_mean"] < row["step"]
+        assert row["replay/age_median"] >= 0 and 0 < row["replay/buffer_age_mean"] < row["step"]
         assert "replay/score" not in row  # no camera, no scorer
     # PER replays new transitions first (they get the highest priority): younger than the buffer's average
     assert sum(r["replay/age_mean"] for r in windows) < sum(r["replay/buffer_age_mean"] for r in windows)

@@ -92,7 +92,8 @@ def test_uniform_replay_matches_the_buffer_within_sampling_error() -> None:
     for name in ("score", "progress"):  # scores in [0, 1]: standard deviation <= 0.5
         assert abs(stats[f"replay/{name}"] - stats[f"replay/buffer_{name}"]) < 4 * 0.5 / np.sqrt(n), name
     assert stats["replay/buffer_episode_success"] == pytest.approx(0.25)
-    assert stats["replay/score"] == pytest.approx(stats["replay/progress"])  # the oracle's score is the progress
+    # the oracle's score is the progress at the clip's last frame
+    assert stats["replay/score"] == pytest.approx(stats["replay/progress"])
     assert stats["replay/score_progress_rank_corr"] == pytest.approx(1.0)
     buffer_age = stats["replay/buffer_age_mean"]
     assert buffer_age == pytest.approx((60 * STEPS - 1) / 2)  # ages 0 .. 959, nothing stored meanwhile
@@ -100,7 +101,9 @@ def test_uniform_replay_matches_the_buffer_within_sampling_error() -> None:
     assert abs(stats["replay/age_median"] - buffer_age) < 0.05 * buffer_age
 
 
-@pytest.mark.parametrize("sampler", [vlm_mix(), VLMTDSamplerConfig(score_exponent=3.0)], ids=["vlm_mix", "vlm_td"])
+@pytest.mark.parametrize(
+    "sampler", [vlm_mix(), VLMTDSamplerConfig(score_exponent=3.0)], ids=["vlm_mix", "vlm_td"]
+)
 def test_score_driven_replay_reports_higher_scores_and_success_shares_than_uniform(sampler) -> None:
     uniform, scored = window(filled(UniformSamplerConfig())), window(filled(sampler))
     assert scored["replay/score"] > scored["replay/buffer_score"] + 0.1
@@ -160,7 +163,9 @@ def test_demonstrations_share_of_replay_follows_the_prior_share() -> None:
 
 
 def test_a_reopened_store_and_a_restored_window_give_the_same_figures(tmp_path) -> None:
-    cfg = BufferConfig(storage="zarr", capacity_steps=2_000, replay_stats_every=WINDOW, sampler=vlm_mix(), **CLIP)
+    cfg = BufferConfig(
+        storage="zarr", capacity_steps=2_000, replay_stats_every=WINDOW, sampler=vlm_mix(), **CLIP
+    )
     first = make_buffer(cfg, SPEC, 1, path=str(tmp_path / "store"))
     rng = np.random.default_rng(0)
     for i in range(20):
