@@ -32,6 +32,7 @@ import itertools
 import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -378,6 +379,94 @@ def mean_scalar(run_dir: Path, tag: str) -> float | None:
     return float(sum(e.value for e in acc.Scalars(tag)) / max(1, len(acc.Scalars(tag))))
 
 
+REPLAY_PREFIX = "replay/"
+"""The replay diagnostics every run logs (``buffer.replay_stats``; results/vlm-replay/README.md, "Diagnostics")."""
+
+
+def replay_diagnostics(run_dir: Path, total_steps: int) -> dict[str, dict[str, float]]:
+    """Each ``replay/`` scalar of a run averaged over its windows: over the whole run (``run``) and over its
+    second half (``late``, when the VLM mix has warmed up), from one read of its TensorBoard scalars."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run_dir / "tb"), size_guidance={"scalars": 0})
+    acc.Reload()
+    out: dict[str, dict[str, float]] = {"run": {}, "late": {}}
+    for tag in acc.Tags().get("scalars", []):
+        if not tag.startswith(REPLAY_PREFIX):
+            continue
+        by_step = {e.step: e.value for e in acc.Scalars(tag)}  # a resumed run rewrites its tail
+        name = tag[len(REPLAY_PREFIX) :]
+        out["run"][name] = float(sum(by_step.values()) / len(by_step))
+        late = [v for step, v in by_step.items() if step >= total_steps / 2]
+        if late:
+            out["late"][name] = float(sum(late) / len(late))
+    return out
+
+
+DIAGNOSTIC_FIGURES = {
+    "score_gap": ("score", "buffer_score", "difference"),
+    "progress_gap": ("progress", "buffer_progress", "difference"),
+    "clip_success_ratio": ("clip_success", "buffer_clip_success", "ratio"),
+    "near_success_ratio": ("near_success", "buffer_near_success", "ratio"),
+    "episode_success_ratio": ("episode_success", "buffer_episode_success", "ratio"),
+    "age_ratio": ("age_mean", "buffer_age_mean", "ratio"),
+    "demo_share_ratio": ("demo_share", "buffer_demo_share", "ratio"),
+    "score_progress_rank_corr": ("score_progress_rank_corr", "", "value"),
+}
+"""Per run, replayed against stored (README "Diagnostics"): ``<figure>: (replayed, buffer, how)``."""
+
+
+def diagnostic_figures(diagnostics: dict[str, float]) -> dict[str, float]:
+    """A run's ``DIAGNOSTIC_FIGURES`` from its averaged ``replay/`` scalars (a figure it lacks is left out)."""
+    figures = {}
+    for figure, (replayed, stored, how) in DIAGNOSTIC_FIGURES.items():
+        if replayed not in diagnostics or (stored and stored not in diagnostics):
+            continue
+        a, b = diagnostics[replayed], diagnostics.get(stored, 0.0)
+        if how == "difference":
+            figures[figure] = a - b
+        elif how == "ratio" and b > 0:
+            figures[figure] = a / b
+        elif how == "value":
+            figures[figure] = a
+    return figures
+
+
+def condition_of(record: dict) -> str:
+    """The registered cell of a run, or (an ad-hoc grid) its name without the seed."""
+    return record.get("cell") or re.sub(r"-seed\d+", "", record["name"])
+
+
+def diagnostics_summary(records: list[dict], part: str = "late") -> dict[str, dict[str, float]]:
+    """Per condition, each of ``DIAGNOSTIC_FIGURES`` averaged over its runs (``part``: ``run`` or ``late``),
+    with ``runs`` (how many runs had diagnostics) and ``final_success`` (their mean)."""
+    groups: dict[str, list[dict]] = {}
+    for record in records:
+        if record.get("replay", {}).get(part):
+            groups.setdefault(condition_of(record), []).append(record)
+    summary = {}
+    for condition, rows in sorted(groups.items()):
+        per_run = [diagnostic_figures(r["replay"][part]) for r in rows]
+        names = [f for f in DIAGNOSTIC_FIGURES if any(f in figures for figures in per_run)]
+        summary[condition] = {
+            "runs": float(len(rows)),
+            "final_success": float(sum(r["final_success"] for r in rows) / len(rows)),
+            **{f: float(sum(x[f] for x in per_run if f in x) / sum(f in x for x in per_run)) for f in names},
+        }
+    return summary
+
+
+def diagnostics_table(summary: dict[str, dict[str, float]]) -> str:
+    """The summary as a markdown table (``-``: the condition's runs lack the figure)."""
+    head = ["condition", "runs", "final success", *DIAGNOSTIC_FIGURES]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for condition, f in summary.items():
+        cells = [condition, f"{f['runs']:.0f}", f"{f['final_success']:.0%}"]
+        cells += [f"{f[name]:.3g}" if name in f else "-" for name in DIAGNOSTIC_FIGURES]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def run_one(spec: RunSpec, out: Path, lock: threading.Lock, log) -> dict | None:
     """Runs one training run as a `vlmrl train` process and appends its record to the results file."""
     run_dir = out / "runs" / spec.name
@@ -403,6 +492,7 @@ def run_record(spec: RunSpec, run_dir: Path, started: float) -> dict:
         "evals": evals,
         "final_success": evals[-1]["success_rate"] if evals else float("nan"),
         "demo_share": mean_scalar(run_dir, "train/demo_share"),
+        "replay": replay_diagnostics(run_dir, spec.total_steps),
         "wall_s": round(time.monotonic() - started, 1),
         **provenance(),
     }
@@ -487,6 +577,25 @@ def run_on_ray(todo: list[RunSpec], args: argparse.Namespace, lock: threading.Lo
     return records
 
 
+def print_diagnostics(out: Path, json_path: Path | None) -> int:
+    """``--diagnostics``: the per-condition table of the finished runs in ``out/results.jsonl``."""
+    path = out / "results.jsonl"
+    if not path.exists():
+        raise SystemExit(f"--diagnostics: {path} does not exist (no finished run there)")
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    summary = diagnostics_summary(records)
+    if not summary:
+        print(
+            f"no run in {path} logged replay diagnostics (runs from before them, or too short for a window)"
+        )
+        return 0
+    print(diagnostics_table(summary))
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(summary, indent=2))
+    return 0
+
+
 def finished_names(out: Path) -> set[str]:
     path = out / "results.jsonl"
     if not path.exists():
@@ -548,10 +657,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, help="with --cell: the seed to run")
     parser.add_argument("--dry-run", action="store_true", help="with --cell: print its commands, run nothing")
     parser.add_argument("--list-cells", action="store_true", help="print the registered cells' names")
+    parser.add_argument(
+        "--diagnostics",
+        action="store_true",
+        help="print the replay diagnostics per condition of --out's results.jsonl (second half of each run), "
+        "with --json also written there; runs nothing",
+    )
     args = parser.parse_args(argv)
     if args.list_cells:
         print("\n".join(CELLS))
         return 0
+    if args.diagnostics:
+        return print_diagnostics(args.out or Path("results/vlm-replay"), args.json)
     if args.cell is not None or args.seed is not None or args.dry_run:
         if args.cell is None or args.seed is None:
             parser.error("--cell NAME and --seed S go together (--dry-run needs both)")
@@ -592,6 +709,7 @@ def main(argv: list[str] | None = None) -> int:
         "failed": failed,
         "wall_s": round(time.monotonic() - started, 1),
         "final_success": {r["name"]: r["final_success"] for r in records if r},
+        "replay_diagnostics": diagnostics_summary([r for r in records if r]),
     }
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

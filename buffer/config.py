@@ -154,3 +154,6 @@ class BufferConfig:
     """Multiplier of the auxiliary reward added to sampled rewards."""
     seed: int = 0
     """Seed of the sampling random generator."""
+    replay_stats_every: int = 1_000
+    """Sampled batches per window of replay diagnostics (``ReplayBuffer.replay_stats``: what is replayed
+    against what is stored, ``buffer.replay_stats``); 0: not collected."""

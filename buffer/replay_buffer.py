@@ -16,6 +16,7 @@ from buffer.clips import ClipRef, clip_rows, covered_transitions, plan_clips
 from buffer.config import BufferConfig
 from buffer.episode import EpisodeRecorder
 from buffer.errors import BufferError
+from buffer.replay_stats import ReplayStats, episode_values
 from buffer.samplers.prior_mix import PriorMixSampler
 from buffer.samplers.protocol import Sampler
 from buffer.spec import check_value
@@ -81,12 +82,14 @@ class ReplayBuffer:
         self._steps_to_end = np.zeros(cap, np.int32)  # transitions left in the episode from here
         self._step_index = np.zeros(cap, np.int32)  # step within the episode
         self._clip_cursor = 0
+        self._stats = ReplayStats(cap, cfg.replay_stats_every) if cfg.replay_stats_every > 0 else None
         table = storage.episodes()
         positions = [
             self._index_episode(*table.bounds(e)) for e in range(table.first, table.first + table.count)
         ]
         if positions:
             self.sampler.add(np.concatenate(positions))
+            self._track_stored_episodes()
         self._clip_cursor = table.first
         self._replay_scores_into_sampler()
 
@@ -153,11 +156,18 @@ class ReplayBuffer:
             for lo, hi in evicted:
                 self.sampler.remove(np.arange(lo, hi) % cap)
                 self._row_of_pos[np.arange(lo, hi) % cap] = -1
+                if self._stats is not None:
+                    self._stats.remove(np.arange(lo, hi) % cap)
         self.storage.write(start, arrays)
         with self._lock:
             self.storage.commit(start + n)
             self.sampler.add(self._index_episode(start, start + n))
-            return self.storage.episodes().first + self.storage.episodes().count - 1
+            episode = self.storage.episodes().first + self.storage.episodes().count - 1
+            if self._stats is not None:
+                info = {key: arrays[f"info/{key}"] for key in self.info_keys}
+                self._track_episode(start, start + n, episode, info)
+                self._stats.clock = self.storage.episodes().next_row - episode - 1  # transitions ever stored
+            return episode
 
     def _index_episode(self, start: int, end: int) -> np.ndarray:
         """Record an episode's rows by ring position; returns the positions of its transitions."""
@@ -168,6 +178,27 @@ class ReplayBuffer:
         self._step_index[pos] = rows - start
         return pos[:-1]
 
+    def _track_episode(self, start: int, end: int, episode: int, info: Mapping[str, np.ndarray]) -> None:
+        """Give the replay statistics an episode's transitions (rows [start, end - 1))."""
+        assert self._stats is not None
+        rows = np.arange(start, end - 1, dtype=np.int64)
+        values = episode_values(dict(info), end - 1 - start, self.cfg.clip_length, self.cfg.clip_stride)
+        self._stats.add(rows % self.storage.capacity, values, rows - episode)
+
+    def _track_stored_episodes(self) -> None:
+        """After reopening a store: the replay statistics of its live episodes (one read per info column)."""
+        if self._stats is None:
+            return
+        table = self.storage.episodes()
+        keys = [key for key in ("success", "progress") if key in self.info_keys]
+        all_rows = np.arange(table.first_row, table.next_row, dtype=np.int64)
+        columns = {key: self.storage.read(f"info/{key}", all_rows) for key in keys}
+        for e in range(table.first, table.first + table.count):
+            start, end = table.bounds(e)
+            lo, hi = start - table.first_row, end - table.first_row
+            self._track_episode(start, end, e, {key: col[lo:hi] for key, col in columns.items()})
+        self._stats.clock = table.next_row - table.first - table.count  # transitions ever stored
+
     def _replay_scores_into_sampler(self) -> None:
         """After reopening a store, feed the stored VLM scores of live transitions back to the sampler."""
         live = self._row_of_pos >= 0
@@ -177,6 +208,8 @@ class ReplayBuffer:
                 scores = self.storage.read(name, rows)
                 known = ~np.isnan(scores)
                 self.sampler.set_scores(rows[known] % self.storage.capacity, scores[known])
+                if self._stats is not None:
+                    self._stats.set_scores(rows[known] % self.storage.capacity, scores[known])
 
     def _uses_scorer(self, scorer_id: str) -> bool:
         return not self.cfg.priority_scorer or self.cfg.priority_scorer == scorer_id
@@ -210,7 +243,24 @@ class ReplayBuffer:
             with self._lock:
                 upcoming = self._draw(batch_size, keys)
             self._submit(upcoming)
+        if self._stats is not None:
+            with self._lock:
+                self._stats.observe(batch.indices)
         return batch
+
+    def replay_stats(self, prior_rows: int = 0) -> dict[str, float]:
+        """What the sampler replayed against what the buffer held, over the last
+        ``cfg.replay_stats_every`` sampled batches: ``replay/...`` figures (``buffer.replay_stats``), once per
+        window; empty until a window is full (or when ``replay_stats_every`` is 0).
+
+        Args:
+            prior_rows: global rows [0, prior_rows) hold demonstrations or prior data (their share is
+                reported when > 0).
+        """
+        if self._stats is None or not self._stats.ready:
+            return {}
+        with self._lock:
+            return self._stats.summary(self._row_of_pos, self.storage.episodes().first_row, prior_rows)
 
     def _draw(self, batch_size: int, keys: tuple[str, ...]) -> _Draw:
         pos, weights = self.sampler.sample(batch_size, self._rng)
@@ -351,6 +401,8 @@ class ReplayBuffer:
             self.storage.write_column(f"scores/{scorer_id}", rows, vals)
             if self._uses_scorer(scorer_id):
                 self.sampler.set_scores(rows % self.storage.capacity, vals)
+                if self._stats is not None:
+                    self._stats.set_scores(rows % self.storage.capacity, vals)
 
     def set_aux_reward(self, transition_indices: np.ndarray, values: np.ndarray, scorer_id: str) -> None:
         """Store per-transition auxiliary rewards under `aux_reward/<scorer_id>` (evicted ones ignored)."""
@@ -395,6 +447,8 @@ class ReplayBuffer:
                 "clip_cursor": self._clip_cursor,
                 "live_rows": (table.first_row, table.next_row),
             }
+            if self._stats is not None:
+                state["replay_stats"] = self._stats.window_state()
             if self._pending is not None:
                 draw = self._pending.draw
                 state["prefetched"] = {
@@ -416,6 +470,8 @@ class ReplayBuffer:
             self.sampler.load_state_dict(state["sampler"])
             self._rng.bit_generator.state = state["rng"]
             self._clip_cursor = int(state["clip_cursor"])
+            if self._stats is not None:
+                self._stats.load_window_state(state.get("replay_stats"))
             table = self.storage.episodes()
             (f0, n0), (f1, n1) = state["live_rows"], (table.first_row, table.next_row)
             if (f0, n0) != (f1, n1):

@@ -137,6 +137,7 @@ class Learner:
             ):
                 n_updates = int(stats["length"]) * self.plan.utd_ratio
                 stats |= self.update(n_updates) | {"updates": float(n_updates)}
+            stats |= self.buffer.replay_stats(prior_rows=self.state.demo_rows)  # replay/...: issue #35
             after_episode(stats)
 
     def act(self, obs: Observation) -> np.ndarray:

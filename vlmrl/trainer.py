@@ -480,10 +480,13 @@ class Trainer:
     def _state_dict(self) -> dict[str, Any]:
         return learner_checkpoint(self.learner, self.cfg, self.policy_obs_spec)
 
-    def _writer(self) -> Any:
+    def _writer(self, purge: bool = True) -> Any:
+        """TensorBoard writer; ``purge`` drops events logged after ``state.step`` (those of a resumed run
+        past its checkpoint), which the final evaluation's writer must not do to the last episode's."""
         from torch.utils.tensorboard import SummaryWriter
 
-        return SummaryWriter(str(self.run_dir / "tb"), purge_step=self.state.step or None)
+        purge_step = (self.state.step or None) if purge else None
+        return SummaryWriter(str(self.run_dir / "tb"), purge_step=purge_step)
 
     # ------------------------------------------------------------------------------------ the end
     def _finish(self, interrupted: bool) -> dict[str, Path]:
@@ -491,7 +494,7 @@ class Trainer:
         assert self._snapshot is not None
         if interrupted:  # the episode in flight is lost, as after a crash; resume repeats it exactly
             outputs["checkpoint"] = save_checkpoint(self.run_dir, self._snapshot, self.buffer)
-        with self._writer() as writer:
+        with self._writer(purge=False) as writer:
             final = self._evaluate(writer, record_episodes=self.cfg.video_episodes)
             self.state.evals.pop()  # the report shows it; the history keeps the scheduled evaluations
         if not interrupted:
