@@ -259,8 +259,10 @@ class _Checker:
 
     def expr(self, node: ast.expr, locals_: set[str], param: str | None) -> None:
         for child in ast.walk(node):
-            if not isinstance(child, _EXPR_NODES):
-                raise self.fail(child, f"{type(child).__name__} is not allowed")
+            if not isinstance(child, _EXPR_NODES):  # an operator has no line: name its expression's
+                raise self.fail(
+                    child if hasattr(child, "lineno") else node, f"{type(child).__name__} is not allowed"
+                )
         self._expr(node, locals_, param)
 
     def _expr(self, node: ast.AST, locals_: set[str], param: str | None) -> None:
