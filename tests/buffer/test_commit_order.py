@@ -8,6 +8,7 @@ writer must then be able to commit it.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import warnings
@@ -70,9 +71,20 @@ def test_a_writer_killed_at_either_write_of_a_commit_loses_only_that_episode(tmp
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 3, done.stderr
+    with pytest.warns(UserWarning) as caught:
+        buf = make_buffer(CONFIG, OBS_SPEC, 2, info_keys=(), path=path)
+    discarded = re.fullmatch(
+        rf"{re.escape(path)}: discarded episode 3 \(rows (\d+)\.\.(\d+)\), which was being written when the "
+        "writer stopped; committed episodes are intact",
+        str(caught[0].message),
+    )
+    assert discarded, str(caught[0].message)
+    first_row, last_row = int(discarded[1]), int(discarded[2])
+    assert first_row == buf.episode_rows(2)[1]
+    buf.close()
     assert check_store(path) == (3, 3)  # episodes 0..2 intact and verified, the fourth discarded
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("error")  # discarded once: the record no longer names an episode in flight
         buf = make_buffer(CONFIG, OBS_SPEC, 2, info_keys=(), path=path)
     from crash_writer import episode_arrays, episode_length
 
@@ -81,5 +93,6 @@ def test_a_writer_killed_at_either_write_of_a_commit_loses_only_that_episode(tmp
         obs = {"state": a["state"][i], "pixels/front": a["pixels/front"][i]}
         nxt = {"state": a["state"][i + 1], "pixels/front": a["pixels/front"][i + 1]}
         buf.add_step(obs, a["action"][i], a["reward"][i], i == t - 1, False, {}, nxt)
+    assert buf.episode_rows(3) == (first_row, last_row + 1)  # the rows the warning named
     buf.close()
     assert check_store(path) == (4, 4)

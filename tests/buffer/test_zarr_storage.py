@@ -220,3 +220,23 @@ def test_fsync_mode_writes_the_same_store(make, tmp_path):
     pixels = zarr.open_group(str(tmp_path / "store.zarr"), mode="r")["pixels/front"][:]
     for row, e, t in expected_rows(buf):
         np.testing.assert_array_equal(pixels[row % 40], step_obs(e, t)["pixels/front"])
+
+
+def test_an_episode_written_across_the_ring_end_reads_back_whole_after_reopening(make):
+    buf = make("zarr", capacity_steps=20)
+    for e in range(3):
+        fill_episode(buf, e, 5)
+    clips = buf.new_clips()
+    buf.set_scores([c.clip_id for c in clips], np.full(len(clips), 0.5), "oracle")
+    fill_episode(buf, 3, 5)  # its rows run past row 20: a write in two segments, the second from slot 0
+    start, end = buf.episode_rows(3)
+    assert start < 20 < end
+    buf.close()
+    again = make("zarr", capacity_steps=20)
+    rows = np.arange(start, end)
+    state = again.storage.read("state", rows)
+    assert state[:, 0].tolist() == [3] * len(rows) and state[:, 1].tolist() == list(range(len(rows)))
+    assert np.all(again.storage.read("action", rows)[:-1, 0] == 3)  # the last row holds the final observation
+    assert np.all(np.isnan(again.storage.read("scores/oracle", rows)))  # new rows: unscored, not stale
+    kept = np.arange(*again.episode_rows(2))
+    assert np.all(again.storage.read("scores/oracle", kept)[: len(kept) - 1] == 0.5)
