@@ -20,7 +20,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "record": ("vlmrl.api", "record"),
     "deploy": ("vlmrl.api", "deploy"),
     "RunResult": ("vlmrl.results", "RunResult"),
-    "TrainConfig": ("vlmrl.train_config", "TrainConfig"),
+    "TrainConfig": ("vlmrl.online.config", "TrainConfig"),
     "FinetuneConfig": ("vlmrl.pipelines.finetune", "Config"),
     "ScoreConfig": ("vlmrl.pipelines.score", "Config"),
     "RecordConfig": ("vlmrl.pipelines.record", "Config"),

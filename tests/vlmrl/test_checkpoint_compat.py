@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from agents.export import load_policy
-from vlmrl.checkpoint import load_checkpoint
-from vlmrl.learner import LoopState
-from vlmrl.train_config import TrainConfig
-from vlmrl.trainer import Trainer
+from vlmrl.loop.checkpoint import load_checkpoint
+from vlmrl.loop.learner import LoopState
+from vlmrl.online.config import TrainConfig
+from vlmrl.online.trainer import Trainer
 
 OLD_RUN = Path(__file__).parent / "data" / "train-run-2026-12-03"
 

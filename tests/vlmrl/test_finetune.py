@@ -16,7 +16,7 @@ from robot.config import SO101_JOINT_KEYS, ArmConfig
 from sim import SimConfig, make_env
 from tests.vlmrl.pipeline_helpers import finetune_config as config
 from vlm.config import AuxRewardConfig, OracleConfig, WorkerConfig
-from vlmrl import robot_arms, trained_run
+from vlmrl.arm import robot_arms, trained_run
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines import finetune
 
@@ -222,7 +222,7 @@ def unweighted_and_stored_aux(store, buffer_cfg, aux_cfg):
 
 def effective_aux_weight(run_dir, store, aux_cfg) -> float:
     """How many times the unweighted aux reward of its clip scores a run's sampled rewards get."""
-    from vlmrl.checkpoint import load_checkpoint
+    from vlmrl.loop.checkpoint import load_checkpoint
 
     buffer_cfg = load_checkpoint(run_dir)["buffer_config"]
     unit, stored = unweighted_and_stored_aux(store, buffer_cfg, aux_cfg)
@@ -271,7 +271,7 @@ def test_a_sim_run_from_an_older_version_is_read_like_a_resume_and_keeps_its_aux
     finetune's own torch.load failed on configs pickled before fields were added. Its two aux weights
     (aux_reward.weight 2, aux_reward_weight 0.5: from before the one-weight rule) act as their product,
     as when train resumes it (finetune used 0.5)."""
-    from vlmrl.train_config import TrainConfig
+    from vlmrl.online.config import TrainConfig
 
     sim_cfg = SimConfig(task="lift", cameras=("front",), image_size=32)
     env = make_env(sim_cfg)
@@ -352,8 +352,8 @@ def test_a_joint_delta_run_is_fine_tuned_storing_the_deltas_the_arm_was_sent(tmp
     assert np.all(np.abs(stored) <= 1.0) and np.abs(stored).max() > 0
     assert stored == pytest.approx(np.clip(applied, -1.0, 1.0), abs=1e-5)
     # --actors: a robot actor maps its arm's actions the same way (RobotActor, run here without Ray)
-    from vlmrl.env_actor import PolicySpec
-    from vlmrl.robot_actor import RobotActor
+    from vlmrl.actors.env_actor import PolicySpec
+    from vlmrl.actors.robot_actor import RobotActor
 
     state = trained_run.load_sim_run(tmp_path / "sim")
     obs_spec = trained_run.policy_obs_spec(state)

@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.config import joint_delta_scale
-from vlmrl.errors import ConfigError
-from vlmrl.pipelines.common import (
+from vlmrl.deployment.policy_episodes import (
     RobotEnvConfig,
     check_policy_fits,
     clip_counts_line,
@@ -41,7 +40,8 @@ from vlmrl.pipelines.common import (
     warm_up,
     write_config,
 )
-from vlmrl.pipelines.common import fit_to_policy as common_fit_to_policy
+from vlmrl.deployment.policy_episodes import fit_to_policy as common_fit_to_policy
+from vlmrl.errors import ConfigError
 from vlmrl.run_dir import NewPaths
 
 logger = logging.getLogger("vlmrl.deploy")
@@ -69,7 +69,7 @@ class Config(RobotEnvConfig):
 
 
 def fit_to_policy(cfg: Config, run: dict[str, Any], reads_pixels: bool) -> Config:
-    """``cfg`` fitted to the policy it runs (``vlmrl.pipelines.common.fit_to_policy``)."""
+    """``cfg`` fitted to the policy it runs (``vlmrl.deployment.policy_episodes.fit_to_policy``)."""
     return common_fit_to_policy(cfg, run, reads_pixels, f"policy {cfg.policy}")
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from agents.config import PixelEncoderConfig
 from sim.config import SimConfig
 from vlmrl.errors import ConfigError
-from vlmrl.train_config import default_train_sim
+from vlmrl.online.config import default_train_sim
 
 logger = logging.getLogger("vlmrl.pretrain")
 

@@ -124,7 +124,7 @@ class _Episodes:
         self._cache: tuple[list, list] | None = None
 
     def get(self) -> tuple[list, list]:
-        from vlmrl.car_reward import collect_episodes
+        from vlmrl.scorers.car_reward import collect_episodes
 
         if self._cache is None:
             s = self.settings
@@ -152,7 +152,7 @@ def verify_sources(
     names: list[str], sources: list[str], episodes: _Episodes, settings: VerifySettings, sandbox: Sandbox
 ) -> Verification:
     """Load the sources into the sandbox and judge them on the episodes."""
-    from vlmrl.car_reward import evaluate_episodes
+    from vlmrl.scorers.car_reward import evaluate_episodes
 
     sandbox.load(sources)
     expert, random = episodes.get()
@@ -170,7 +170,7 @@ def print_verification(result: Verification) -> None:
 
 
 def run_verify(cfg: VerifyCommand) -> int:
-    from vlmrl.car_reward import check_program_target
+    from vlmrl.scorers.car_reward import check_program_target
 
     if cfg.target not in ("sim", "robot"):
         raise ConfigError(f"target must be sim or robot, got {cfg.target!r}")

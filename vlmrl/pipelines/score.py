@@ -34,9 +34,9 @@ import tyro
 from buffer.errors import BufferError
 from buffer.storage.integrity import describe_skipped
 from vlm.config import AuxRewardConfig, OracleConfig
+from vlmrl.deployment.policy_episodes import write_config
 from vlmrl.errors import ConfigError
-from vlmrl.pipelines.common import write_config
-from vlmrl.scorer_choice import ScorerChoice, ready_scorer
+from vlmrl.scorers.choice import ScorerChoice, ready_scorer
 
 logger = logging.getLogger("vlmrl.score")
 
@@ -70,7 +70,7 @@ class Config:
     (see ``clip_labels``), and write it here as JSON; its figures before and after go into the report."""
     evaluate: bool = False
     """Measure the scorer (and every ``--compare`` scorer) against the episodes' success labels instead
-    of scoring: ROC-AUC, accuracy, ECE, VOC, clips/s (``vlmrl.scorer_eval``); writes nothing beside the data."""
+    of scoring: ROC-AUC, accuracy, ECE, VOC, clips/s (``vlmrl.scorers.evaluation``); writes nothing beside the data."""
     compare: tuple[str, ...] = ()
     """With --evaluate: more scorers, each written as after ``vlmrl score EPISODES``, e.g.
     ``"scorer:oracle --scorer.noise 0.2"`` ``"scorer:learned --scorer.path student.pt"``."""
@@ -163,7 +163,7 @@ class EpisodeSource:
         return self.dataset_index[episode - self.buffer.storage.episodes().first]
 
     def write(self, episode: int, aux: np.ndarray, scorer_id: str) -> str:
-        """Where the episode's scores and aux rewards (already in the buffer: ``vlmrl.scoring``) end up: the
+        """Where the episode's scores and aux rewards (already in the buffer: ``vlmrl.loop.scoring``) end up: the
         zarr store itself, or rows collected for the LeRobotDataset's sidecar parquet."""
         start, end = self.buffer.episode_rows(episode)
         if not self.is_lerobot:
@@ -221,12 +221,12 @@ def main(cfg: Config, custom_scorer: Any = None) -> int:
     from buffer.clips import clip_last_step
     from sim.video import write_video
     from vlm import Clip
-    from vlmrl.scoring import write_aux_rewards
+    from vlmrl.loop.scoring import write_aux_rewards
 
     if cfg.clip_length < 1 or cfg.clip_stride < 1:
         raise ConfigError("--clip-length and --clip-stride must be at least 1")
     if cfg.evaluate:
-        from vlmrl.scorer_eval import run_evaluation
+        from vlmrl.scorers.evaluation import run_evaluation
 
         return run_evaluation(cfg)
     if cfg.compare or cfg.json:

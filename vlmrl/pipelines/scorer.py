@@ -8,14 +8,14 @@
         --labels runs/rec/episodes.zarr.labels.json                                 # people's labels (vlmrl view)
     vlmrl train scorer:learned --scorer.path student.pt
 
-Training clips are windows starting at every step of each episode (``vlmrl.scorer_eval.dense_windows``)
+Training clips are windows starting at every step of each episode (``vlmrl.scorers.evaluation.dense_windows``)
 of one camera. Targets, by ``--labels``:
 
 - ``success``: has the episode's success info been set by the end of the steps the window's score covers
   (the label score calibration and ``--evaluate`` use); what an operator's success/failure keys give.
 - ``progress``: the twin's privileged progress at the window's last frame (what the oracle scores).
 - ``teacher``: any scorer's score of the window (hf or openai on a GPU box, clip, oracle with noise).
-- a labels FILE (``vlmrl view`` writes ``<store>.labels.json``; format and meaning in ``vlmrl.labels``):
+- a labels FILE (``vlmrl view`` writes ``<store>.labels.json``; format and meaning in ``vlmrl.scorers.labels``):
   people's success/failure labels of whole episodes and step ranges replace the success info's labels of
   the episodes and windows they cover; the rest keep the success info's, and where a store has none,
   only labelled episodes (and, inside them, labelled windows) are used.
@@ -46,7 +46,7 @@ import tyro
 from vlm.config import OracleConfig
 from vlm.score_calibration import best_threshold
 from vlmrl.errors import ConfigError
-from vlmrl.scorer_choice import ScorerChoice, ready_scorer
+from vlmrl.scorers.choice import ScorerChoice, ready_scorer
 
 TeacherChoice = ScorerChoice
 """Any backend can teach, a learned scorer included."""
@@ -137,7 +137,7 @@ def fit_signature(cfg: Config) -> str:
 
 def open_sources(cfg: Config) -> list[Any]:
     """The episode stores, checked: they exist, share camera and frame size, and have the labels."""
-    from vlmrl.scorer_eval import Recording
+    from vlmrl.scorers.evaluation import Recording
 
     if not cfg.episodes:
         raise ConfigError("vlmrl scorer fit needs at least one EPISODES store")
@@ -189,7 +189,7 @@ def people_labels(cfg: Config, sources: list[Any]) -> list[dict[int, list[Any]]]
         ConfigError: the file is malformed, names an episode a store does not hold, or leaves a store
             without success info with no labelled episode.
     """
-    from vlmrl.labels import labels_for_store
+    from vlmrl.scorers.labels import labels_for_store
 
     if not isinstance(cfg.labels, Path):
         return [{} for _ in sources]
@@ -219,8 +219,8 @@ def episode_windows(
 ) -> list[tuple[bool, list[Any], np.ndarray | None, np.ndarray]]:
     """(rewound, windows, targets (None: the teacher scores them), truth) of one episode's windows, forward
     and, for a successful episode with ``--rewound``, time-reversed; [] for an episode nothing labels."""
-    from vlmrl.labels import window_targets
-    from vlmrl.scorer_eval import window_labels
+    from vlmrl.scorers.evaluation import window_labels
+    from vlmrl.scorers.labels import window_targets
 
     success, progress = info.get("success"), info.get("progress")
     starts = np.array([r.start for r in refs], np.int64)
@@ -285,7 +285,7 @@ def build_dataset(
     """Every window (and rewound window) of every episode with its target; ConfigError when the targets
     are all of one class. ``people``: per source, episode id -> labels (``people_labels``)."""
     from vlm.backends.learned import clip_frames
-    from vlmrl.scorer_eval import dense_windows, window_clip
+    from vlmrl.scorers.evaluation import dense_windows, window_clip
 
     people = people or [{} for _ in sources]
     frames, targets, episodes, rewound, truth = [], [], [], [], []
@@ -495,7 +495,7 @@ def write_report(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from vlmrl.scorer_eval import plot_roc_and_reliability
+    from vlmrl.scorers.evaluation import plot_roc_and_reliability
 
     truth = data.truth[held]
     plots = plot_roc_and_reliability(run_dir, {"held-out (forward and rewound)": (scores, truth)})
@@ -542,7 +542,7 @@ def main(cfg: Config) -> int:
 
     from vlm.backends.learned import save_learned
     from vlm.prompts import prompt_hash, scorer_prompt
-    from vlmrl.scorer_eval import figures
+    from vlmrl.scorers.evaluation import figures
 
     for name in ("clip_length", "clip_stride", "num_frames", "width", "epochs", "batch_size", "threads"):
         if getattr(cfg, name) < 1:

@@ -9,7 +9,7 @@ Serves one page on 127.0.0.1 (it opens nothing itself: open the printed address)
 frames with a scrubber and playback at the control rate, plots of clip scores (two scorers side by
 side), aux reward, reward, joints and actions with the clip under the cursor marked, and success/failure
 labels per episode and per step range, saved to ``<store>.labels.json`` beside the store
-(``vlmrl.labels``), which ``vlmrl scorer fit --labels FILE`` trains on. Press ? on the page for its keys.
+(``vlmrl.scorers.labels``), which ``vlmrl scorer fit --labels FILE`` trains on. Press ? on the page for its keys.
 Frames are read from the store when asked for, encoded once and cached, so stores of thousands of
 episodes open in about a second; damaged episodes are listed as damaged.
 """
@@ -56,7 +56,7 @@ def open_viewer(cfg: Config) -> tuple[Any, Any]:
     Raises:
         ConfigError, BufferError: a bad path or option, or a store that cannot be opened (one line).
     """
-    from vlmrl.labels import LabelFile, default_annotator
+    from vlmrl.scorers.labels import LabelFile, default_annotator
     from vlmrl.view.frames import FrameImages
     from vlmrl.view.server import build_app
     from vlmrl.view.source import EpisodeStore, clip_settings, locate

@@ -23,14 +23,14 @@ import numpy as np
 
 from buffer.errors import BufferError
 from vlmrl.errors import ConfigError
-from vlmrl.labels import SUFFIX, labels_path_for
+from vlmrl.scorers.labels import SUFFIX, labels_path_for
 
 RUN_STORES = ("buffer.zarr", "episodes.zarr")
 """Stores a run directory may hold: a training/fine-tuning run's buffer, a recording's episodes."""
 SNAPSHOT = Path("checkpoint") / "buffer"
-"""Where a run with an in-RAM buffer saves it (``vlmrl.checkpoint``: checkpoint/buffer/meta.json)."""
+"""Where a run with an in-RAM buffer saves it (``vlmrl.loop.checkpoint``: checkpoint/buffer/meta.json)."""
 CHECKPOINT_STATE = Path("checkpoint") / "state.pt"
-"""A run's checkpoint (``vlmrl.checkpoint``), whose buffer state holds PER's TD priorities."""
+"""A run's checkpoint (``vlmrl.loop.checkpoint``), whose buffer state holds PER's TD priorities."""
 PRIORITY = "|TD|+eps (checkpoint)"
 
 Kind = Literal["zarr", "lerobot", "snapshot"]
@@ -44,7 +44,7 @@ class Located:
     store: Path
     """The zarr store, LeRobotDataset folder or saved in-RAM buffer."""
     labels: Path
-    """The labels file beside it (``vlmrl.labels``)."""
+    """The labels file beside it (``vlmrl.scorers.labels``)."""
     run_dir: Path | None = None
     """The run directory the store was found in, if any (its config.json gives the clip settings)."""
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from vlmrl.config_ranges import check_ranges, option_name
 from vlmrl.errors import ConfigError
+from vlmrl.online.config import TrainConfig
 from vlmrl.results import RunResult
-from vlmrl.train_config import TrainConfig
 
 RESUME_OPTIONS = frozenset({"resume", "progress", "stop_after_steps", "torch_threads", "actors", "ray"})
 """Fields a resume may set: how this invocation runs, not what the run learns (``actors`` and ``ray`` are
@@ -92,9 +92,9 @@ def _shown(value: Any) -> str:
 
 def check_args(cfg: TrainConfig, args: Sequence[str]) -> None:
     """`vlmrl train`'s command line: with ``--resume RUN``, ConfigError in one line naming every option given
-    that conflicts with the stored run (an offline run's resume is checked by ``vlmrl.offline``)."""
-    from vlmrl import offline
-    from vlmrl.checkpoint import load_checkpoint
+    that conflicts with the stored run (an offline run's resume is checked by ``vlmrl.offline.run``)."""
+    from vlmrl.loop.checkpoint import load_checkpoint
+    from vlmrl.offline import run as offline
 
     check_ranges(cfg)  # a value no run can take is named as such first
     if cfg.resume and not offline.is_offline_run(Path(cfg.resume)) and cfg.offline is None:
@@ -115,7 +115,7 @@ def resume_or_finished(cfg: TrainConfig) -> RunResult | None:
     """Before a resume writes anything: ConfigError for conflicting options; for a run that has reached its
     ``total_steps``, a line saying it is finished and the run's existing outputs (nothing is written);
     None when the run goes on."""
-    from vlmrl.checkpoint import load_checkpoint
+    from vlmrl.loop.checkpoint import load_checkpoint
 
     run_dir = Path(cfg.resume)
     state = load_checkpoint(run_dir, required=("config", "loop"))

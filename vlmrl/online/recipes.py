@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from vlmrl.errors import ConfigError
 
 TrainConfig = Any
-"""``vlmrl.train_config.TrainConfig`` (not imported: it imports ``RecipeName`` from here)."""
+"""``vlmrl.online.config.TrainConfig`` (not imported: it imports ``RecipeName`` from here)."""
 
 
 @dataclass(frozen=True)

@@ -20,27 +20,27 @@ from typing import Any
 import numpy as np
 
 from sim.config import joint_delta_scale
-from vlmrl.checkpoint import load_checkpoint
+from vlmrl.actors.robot_actor import RobotSide
 from vlmrl.errors import ConfigError
-from vlmrl.robot_actor import RobotSide
-from vlmrl.scorer_choice import parse_scorer, ready_scorer
+from vlmrl.loop.checkpoint import load_checkpoint
+from vlmrl.scorers.choice import parse_scorer, ready_scorer
 
 SCORE_CALIBRATION_FILE = "score_calibration.json"
-"""The score calibration copy a `vlmrl train` run keeps (``vlmrl.trainer.SCORE_CALIBRATION_FILE``)."""
+"""The score calibration copy a `vlmrl train` run keeps (``vlmrl.online.trainer.SCORE_CALIBRATION_FILE``)."""
 
 Config = Any
 """A ``vlmrl finetune`` config (``vlmrl.pipelines.finetune.Config``)."""
 
 
 def load_sim_run(run_dir: Path) -> dict[str, Any]:
-    """The checkpoint of a ``vlmrl train`` run, read like a resume reads it (``vlmrl.checkpoint``: config
+    """The checkpoint of a ``vlmrl train`` run, read like a resume reads it (``vlmrl.loop.checkpoint``: config
     fields added since it was written get their defaults); ConfigError naming the file if it is missing,
     broken, or lacks the agent. An offline run (``vlmrl train --offline``) gives the same entries, its
-    IQL agent handed over to SAC (``vlmrl.offline_handover.finetune_state``)."""
-    from vlmrl.offline import is_offline_run
+    IQL agent handed over to SAC (``vlmrl.online.offline_handover.finetune_state``)."""
+    from vlmrl.offline.run import is_offline_run
 
     if is_offline_run(run_dir):
-        from vlmrl.offline_handover import finetune_state
+        from vlmrl.online.offline_handover import finetune_state
 
         return finetune_state(run_dir)
     return load_checkpoint(run_dir, flag="--from", required=("config", "agent"))

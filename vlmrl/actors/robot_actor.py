@@ -1,9 +1,9 @@
 """A robot actor of `vlmrl finetune --actors N`: one arm (a real LeRobot arm or its twin) in its own process.
 
-Plain Python (no Ray import at module level): ``vlmrl.actor_source.ActorEpisodes`` runs it as a Ray actor, as
-it runs ``vlmrl.env_actor.EnvActor`` for `vlmrl train`. Each actor owns a ``LeRobotEnv`` (so its own safety
+Plain Python (no Ray import at module level): ``vlmrl.actors.ray_source.ActorEpisodes`` runs it as a Ray actor, as
+it runs ``vlmrl.actors.env_actor.EnvActor`` for `vlmrl train`. Each actor owns a ``LeRobotEnv`` (so its own safety
 layer and watchdog), its own operator keys and teleop, and a CPU copy of the policy; it runs whole
-episodes with ``vlmrl.sources.RobotEpisodes`` (the loop of the single-arm finetune: takeovers, what the
+episodes with ``vlmrl.loop.sources.RobotEpisodes`` (the loop of the single-arm finetune: takeovers, what the
 arm was really sent is stored) and returns them as ``ReplayBuffer.add_episode`` arrays with
 ``info/policy_version``, so the learner stays the buffer's only writer.
 """
@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from vlmrl.env_actor import POLICY_VERSION_KEY, PolicySpec
-from vlmrl.sources import ROBOT_INFO_KEYS, RobotEpisodes
+from vlmrl.actors.env_actor import POLICY_VERSION_KEY, PolicySpec
+from vlmrl.loop.sources import ROBOT_INFO_KEYS, RobotEpisodes
 
 
 @dataclass
@@ -107,7 +107,7 @@ class RobotActor:
         seed_base: episode e resets with seed ``seed_base + e`` (the twin places its objects from it).
         action_space: the action space the policy was trained in (its bounds scale the actor's output);
             None: the env's.
-        delta_scale: a joint-delta policy's scale per joint (``vlmrl.sources.RobotEpisodes``): its actions
+        delta_scale: a joint-delta policy's scale per joint (``vlmrl.loop.sources.RobotEpisodes``): its actions
             go to the arm as targets and are stored back as the deltas applied; None: joint targets.
     """
 

@@ -10,7 +10,7 @@ ranges of that size, as in training.
 
 Given a scorer, every row's episodes are also scored from the frames the perturbed twin rendered, and
 the scorer's ROC-AUC is reported per row (issue #19: clip scores must not collapse under randomisation).
-The windows and labels are ``vlmrl score --evaluate``'s (``vlmrl.scorer_eval``): a window starts at every
+The windows and labels are ``vlmrl score --evaluate``'s (``vlmrl.scorers.evaluation``): a window starts at every
 step and is positive when the episode's success is set by the end of the steps its score covers. A row
 whose windows are all of one class (a policy that never succeeds there) has no AUC.
 """
@@ -30,7 +30,7 @@ from vlmrl.errors import ConfigError
 
 HELD_OUT_SEED_BASE = 2_000_000
 """Start states of the grid: above every training seed and apart from the training evaluation's seeds
-(``vlmrl.evaluation.EVAL_SEED_BASE`` = 1,000,000)."""
+(``vlmrl.evaluation.episodes.EVAL_SEED_BASE`` = 1,000,000)."""
 HELD_OUT_SALT = 0x5EED_0E7A
 """Seed stream of the grid's perturbations (training draws with ``randomize.seed_salt``, 0 by default)."""
 NOMINAL, ALL = "nominal", "all"
@@ -175,7 +175,7 @@ def run_grid(
             declares them, as a learned scorer does; else the front camera at the env's image size).
         scorer_kind: Its config's ``kind`` (the prompt depends on it: ``vlm.prompts.scorer_prompt``).
         on_row: Called with each row's name and episodes as it finishes (progress lines).
-        prompt: The prompt to ask the scorer with (``vlmrl.scorer_choice.ready_scorer``'s); empty: the one
+        prompt: The prompt to ask the scorer with (``vlmrl.scorers.choice.ready_scorer``'s); empty: the one
             the twin's task description gives for ``scorer_kind``.
 
     Raises:
@@ -225,7 +225,7 @@ def window_scores(
     scorer: Any, prompt: str, view: ScorerView, length: int, stride: int, batch_size: int = 64
 ) -> tuple[np.ndarray, np.ndarray]:
     """(scores, labels) of every window of the episodes in ``view`` (``vlmrl score --evaluate``'s windows)."""
-    from vlmrl.scorer_eval import dense_windows, window_clip, window_labels
+    from vlmrl.scorers.evaluation import dense_windows, window_clip, window_labels
 
     scores, labels = [], []
     for episode, (frames, info) in enumerate(view.episodes):

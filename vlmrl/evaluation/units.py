@@ -3,7 +3,7 @@
 ``vlmrl evaluate --policy P --robot.unit b c`` runs it: the policy drives the twin robot of each unit through
 the safety layer, as ``vlmrl deploy --robot.unit`` drives it (``LeRobotEnv`` around ``SimSO101``), and the
 nominal unit first, on the same start states (the held-out grid's seeds,
-``vlmrl.perturbation_grid.HELD_OUT_SEED_BASE``). Episodes are as long as the policy's training episodes
+``vlmrl.evaluation.perturbation_grid.HELD_OUT_SEED_BASE``). Episodes are as long as the policy's training episodes
 unless told otherwise, and run as fast as the host allows (the twin still advances one policy control
 period per step). Writes ``units.md`` (the table), ``units.json`` (per unit its offsets, per episode the
 result) and, with views, ``unit_views.png`` (each unit's first frames: its camera and light).
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from vlmrl.errors import ConfigError
-from vlmrl.perturbation_grid import row_figures
+from vlmrl.evaluation.perturbation_grid import row_figures
 
 FAST_CONTROL_HZ = 10_000.0
 """Loop rate of the units' envs: the twin is stepped in lockstep, so the loop need not wait for real time."""
@@ -62,7 +62,7 @@ def run_units(
     from robot.config import ArmConfig, LeRobotEnvConfig
     from sim.config import joint_delta_scale
     from sim.units import NOMINAL, UNITS
-    from vlmrl.pipelines.common import (
+    from vlmrl.deployment.policy_episodes import (
         RobotEnvConfig,
         check_policy_fits,
         fit_to_policy,
@@ -140,7 +140,7 @@ def markdown_table(result: UnitsResult, seeds: list[int]) -> str:
 
 def write_units(result: UnitsResult, seeds: list[int], out_dir: Path, extra: dict[str, Any]) -> list[Path]:
     """``units.md``, ``units.json`` and, with views, ``unit_views.png`` in ``out_dir``; returns their paths."""
-    from vlmrl.perturbation_grid import write_views
+    from vlmrl.evaluation.perturbation_grid import write_views
 
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "units.md").write_text(markdown_table(result, seeds))

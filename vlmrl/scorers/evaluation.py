@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from buffer.clips import ClipRef
-from vlmrl.scorer_choice import parse_scorer, ready_scorer
+from vlmrl.scorers.choice import parse_scorer, ready_scorer
 
 
 @dataclass
@@ -210,7 +210,7 @@ class Recording:
 
     def source_id(self, episode: int) -> int:
         """The episode's id in the recording: the store's, or the LeRobotDataset's ``episode_index`` (what
-        labels files name, ``vlmrl.labels``)."""
+        labels files name, ``vlmrl.scorers.labels``)."""
         if self._dataset_index is None:
             return episode
         return self._dataset_index[episode - self.buffer.storage.episodes().first]

@@ -1,4 +1,4 @@
-"""Experience sources of the learner loop (``vlmrl.learner.ExperienceSource``): where episodes come from.
+"""Experience sources of the learner loop (``vlmrl.loop.learner.ExperienceSource``): where episodes come from.
 
 - ``EnvEpisodes``: a gymnasium-style env (the simulated arm of `vlmrl train`); episode e resets with
   seed ``seed_base + e``, so a resumed run repeats the uninterrupted one.
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from vlmrl.learner import Act
+from vlmrl.loop.learner import Act
 
 ROBOT_INFO_KEYS = ("success", "progress", "intervention")
 """Per-step info a robot episode stores (the operator's takeovers included)."""

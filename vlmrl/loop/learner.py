@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from buffer import ReplayBuffer
-from vlmrl.scoring import ScoringLink
+from vlmrl.loop.scoring import ScoringLink
 
 Observation = dict[str, np.ndarray]
 Act = Callable[[Observation], np.ndarray]

@@ -1,5 +1,5 @@
 """`vlmrl train`'s run: builds the sim envs, agent, buffer and scoring link of a run directory and drives
-them with the one learner loop (``vlmrl.learner``: collect -> store -> score -> update ->
+them with the one learner loop (``vlmrl.loop.learner``: collect -> store -> score -> update ->
 evaluate/checkpoint), the simulated env being the experience source.
 
 Everything that decides what happens next (agent, buffer sampler and RNG, the loop's own RNG and
@@ -27,21 +27,21 @@ from buffer.samplers.prior_mix import PriorMixSampler
 from robot.contract import JOINT_KEYS, PIXELS_PREFIX, STATE_KEY, env_spec
 from sim import make_env
 from vlm import Scorer
-from vlmrl.assembly import ScoringSpec, StoreSpec, build_agent, build_learner, learner_checkpoint
-from vlmrl.checkpoint import load_checkpoint, memory_buffer_path, save_checkpoint
-from vlmrl.env_actor import POLICY_VERSION_KEY
+from vlmrl.actors.env_actor import POLICY_VERSION_KEY
+from vlmrl.deployment.policy_episodes import policy_run_info
 from vlmrl.errors import ConfigError
-from vlmrl.evaluation import EvalResult, eval_seeds, evaluate
-from vlmrl.learner import LoopState, UpdatePlan
-from vlmrl.pipelines.common import policy_run_info
-from vlmrl.progress import TrainProgress
-from vlmrl.report import write_report
-from vlmrl.scorer_choice import ready_scorer
-from vlmrl.sources import EnvEpisodes, StagedSteps
-from vlmrl.train_config import TrainConfig, check_config, resolve_buffer_config, resolved_dict
+from vlmrl.evaluation.episodes import EvalResult, eval_seeds, evaluate
+from vlmrl.loop.assembly import ScoringSpec, StoreSpec, build_agent, build_learner, learner_checkpoint
+from vlmrl.loop.checkpoint import load_checkpoint, memory_buffer_path, save_checkpoint
+from vlmrl.loop.learner import LoopState, UpdatePlan
+from vlmrl.loop.sources import EnvEpisodes, StagedSteps
+from vlmrl.online.config import TrainConfig, check_config, resolve_buffer_config, resolved_dict
+from vlmrl.online.progress import TrainProgress
+from vlmrl.online.report import write_report
+from vlmrl.scorers.choice import ready_scorer
 
 __all__ = ["LoopState", "Trainer", "check_config", "default_run_dir", "policy_keys", "resolve_buffer_config"]
-# LoopState is pickled in checkpoints as vlmrl.trainer.LoopState by runs from before vlmrl.learner existed.
+# LoopState is pickled in checkpoints as vlmrl.online.trainer.LoopState by runs from before vlmrl.loop.learner existed.
 
 TRAIN_SEED_STRIDE = 100_000
 """Training episode e of a run with seed s resets with seed s * TRAIN_SEED_STRIDE + e."""
@@ -77,12 +77,12 @@ class Trainer:
         check_config(cfg, new_run=checkpoint is None)
         self.cfg, self.run_dir = cfg, run_dir
         make = self.make_env = env_factory or make_env
-        self.actors: Any = None  # the Ray env actors of --actors (vlmrl.actor_source.ActorEpisodes)
+        self.actors: Any = None  # the Ray env actors of --actors (vlmrl.actors.ray_source.ActorEpisodes)
         self.env = make(cfg.sim)
         self.eval_env = make(cfg.sim)
         self.car: Any = None  # the Code-as-Reward wrapper (issue #17) when cfg.reward_program is set
         if cfg.reward_program is not None:
-            from vlmrl.car_reward import wrap_with_program
+            from vlmrl.scorers.car_reward import wrap_with_program
 
             self.car = self.env = wrap_with_program(
                 self.env, cfg.reward_program, cfg.sim.task, cfg.reward_program_mode,
@@ -114,7 +114,7 @@ class Trainer:
             if (
                 scorer is None and cfg.scorer.ray.actors
             ):  # scorer actors go to --ray.address too (before the pool starts Ray)
-                from vlmrl.actor_source import connect
+                from vlmrl.actors.ray_source import connect
 
                 connect(cfg.ray.address)
             clip_key = cfg.buffer.clip_camera or cameras[0]
@@ -172,7 +172,7 @@ class Trainer:
     def _start_from_offline_agent(self, agent: SAC) -> None:
         """Hand the ``--agent-from`` offline run's IQL networks over to this run's SAC (``agents.handover``)."""
         from agents.handover import load_iql_into_sac
-        from vlmrl.offline_handover import load_offline_agent
+        from vlmrl.online.offline_handover import load_offline_agent
 
         run_dir = self.cfg.agent_from
         assert run_dir is not None
@@ -216,7 +216,7 @@ class Trainer:
         check_config(cfg)
         if cfg.agent_from is not None:  # the networks are the offline agent's (config.json says so)
             from agents.handover import sac_config_for
-            from vlmrl.offline_handover import load_offline_agent
+            from vlmrl.online.offline_handover import load_offline_agent
 
             offline = load_offline_agent(cfg.agent_from, "--agent-from")
             cfg = dataclasses.replace(cfg, agent=sac_config_for(offline.config.agent, cfg.agent))
@@ -330,8 +330,8 @@ class Trainer:
         if not cfg.actors:
             ramp = self._randomize_ramp if cfg.randomize_ramp_steps else None
             return EnvEpisodes(self.env, self.buffer, self.stored_keys, seed_base, reset_options=ramp)
-        from vlmrl.actor_source import ActorEpisodes, connect  # imports Ray: only with --actors
-        from vlmrl.env_actor import PolicySpec
+        from vlmrl.actors.env_actor import PolicySpec
+        from vlmrl.actors.ray_source import ActorEpisodes, connect  # imports Ray: only with --actors
 
         connect(cfg.ray.address)
         policy = PolicySpec(

@@ -32,8 +32,8 @@ from vlm.config import (
 )
 from vlmrl.config_ranges import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, SEED, UNIT, check_ranges, register
 from vlmrl.errors import ConfigError
-from vlmrl.recipes import RecipeName
-from vlmrl.scorer_choice import ScorerChoice
+from vlmrl.online.recipes import RecipeName
+from vlmrl.scorers.choice import ScorerChoice
 
 ReplayMode = Literal["uniform", "per", "vlm", "vlm_td"]
 
@@ -68,7 +68,7 @@ class TrainConfig:
 
     LEGACY_DEFAULTS: ClassVar[dict[str, Any]] = {"prior_share": 0.0}
     """What a checkpoint written before a field existed gets for it where the field's default would change
-    what the run does (``vlmrl.checkpoint.fill_new_fields``): a resumed run goes on as it started."""
+    what the run does (``vlmrl.loop.checkpoint.fill_new_fields``): a resumed run goes on as it started."""
 
     sim: SimConfig = field(default_factory=default_train_sim)
     """The simulated env (training and evaluation use separate instances and seeds). Episodes do not end
@@ -179,7 +179,7 @@ class TrainConfig:
     progress: bool = True
     """Show the rich progress bar."""
     recipe: RecipeName = "none"
-    """A named set of options (``vlmrl.recipes.RECIPES``) that replaces the defaults, so any option given beside
+    """A named set of options (``vlmrl.online.recipes.RECIPES``) that replaces the defaults, so any option given beside
     it wins: deployable trains a policy a real SO-101 runs (robot observations, demonstrations, episodes that
     end at success; per-task budgets). What it set is printed and listed in the report."""
     demo: bool = False
@@ -188,7 +188,7 @@ class TrainConfig:
     learner's recipe (results/lift-learner, setting D), each only where you left that option at its default."""
     offline: Path | None = None
     """Offline RL instead of simulation: IQL (or ``--iql.bc``) on these recorded episodes, a vlmrl zarr
-    store (``vlmrl record``) or a LeRobotDataset (vlmrl/offline.py). ``total_steps``, ``eval_every_steps``
+    store (``vlmrl record``) or a LeRobotDataset (vlmrl/offline/run.py). ``total_steps``, ``eval_every_steps``
     and ``checkpoint_every_steps`` then count gradient steps; evaluation runs in the twin when the data came
     from it, otherwise on held-out episodes. ``--aux-reward-weight`` weights the stored aux reward (0: 1)."""
     reward: str = "sparse"
@@ -204,7 +204,7 @@ class TrainConfig:
     """With ``--actors``: the cluster and how the actors are fed."""
     then_online: int = 0
     """With ``--offline``: then this many env steps of SAC in the twin the data was recorded in, starting
-    from the offline agent, the data being the prior part of each batch (vlmrl/offline_handover.py); the
+    from the offline agent, the data being the prior part of each batch (vlmrl/online/offline_handover.py); the
     online run goes to ``<offline run>/online``. 0: offline only."""
     agent_from: Path | None = None
     """Start SAC from this offline run's agent (``vlmrl train --offline``'s directory): its encoder, actor
@@ -272,7 +272,7 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
     check_ranges(cfg)  # every numeric option within its range first (issue #36)
     if cfg.total_steps < 1 or cfg.batch_size < 1 or cfg.eval_episodes < 1:
         raise ConfigError("total_steps, batch_size and eval_episodes must be >= 1")
-    from vlmrl.perturbation_grid import check_train_grid
+    from vlmrl.evaluation.perturbation_grid import check_train_grid
 
     check_train_grid(cfg.evaluate_perturb, cfg.sim.suite)
     if cfg.eval_every_steps < 1 or cfg.checkpoint_every_steps < 1:

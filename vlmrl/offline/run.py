@@ -1,6 +1,6 @@
 """Offline RL from recorded episodes: IQL (or behaviour cloning) on a zarr store or LeRobotDataset.
 
-``vlmrl train --offline DATA`` runs ``OfflineRun``: load the episodes (``vlmrl.datasets``), label rewards
+``vlmrl train --offline DATA`` runs ``OfflineRun``: load the episodes (``vlmrl.offline.datasets``), label rewards
 (``--reward sparse|aux|sparse+aux|scorer:<id>``), then gradient steps on uniform batches. Evaluation:
 
 - data from the SO-101 twin (a store written by ``vlmrl record --robot.type sim_so101`` or by
@@ -27,8 +27,8 @@ from typing import Any, Literal
 import numpy as np
 
 from agents.config import IQLConfig
-from vlmrl.datasets import Episodes, OfflineDataset, label_rewards, load_episodes, split_episodes
 from vlmrl.errors import ConfigError
+from vlmrl.offline.datasets import Episodes, OfflineDataset, label_rewards, load_episodes, split_episodes
 
 JOINT_SUFFIX = ".pos"
 CONFIG_FILE = "offline_config.json"
@@ -165,7 +165,7 @@ class OfflineRun:
     def evaluate(self) -> dict[str, float]:
         """Twin success rate when the data came from the twin; the held-out metrics otherwise."""
         if self.env is not None:
-            from vlmrl.evaluation import eval_seeds, evaluate
+            from vlmrl.evaluation.episodes import eval_seeds, evaluate
 
             result = evaluate(self.env, self.agent.act, eval_seeds(self.cfg.seed, self.cfg.eval_episodes))
             return result.as_dict()
@@ -295,7 +295,7 @@ def twin_env(episodes: Episodes, obs_keys: list[str], run_dir: Path) -> Any:
         sim["cameras"] = tuple(sim.get("cameras", ())) if cameras_needed else ()
         return make_env(SimConfig(**sim))
     if attrs.get("robot_type") == "sim_so101":
-        from vlmrl.robot_env import RobotEnvConfig, make_robot_env
+        from vlmrl.deployment.robot_env import RobotEnvConfig, make_robot_env
 
         recorded_path = Path(episodes.source).parent / "config.json"
         recorded = json.loads(recorded_path.read_text()) if recorded_path.is_file() else {}

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from vlmrl.learner import LoopState
+from vlmrl.loop.learner import LoopState
 
 CURVE_FILE = "success_vs_robot_minutes.png"
 """The curve report.md shows, in the run directory."""
@@ -26,7 +26,7 @@ Config = Any
 
 def episode_line(stats: dict[str, Any]) -> str:
     """One line for the terminal: outcome, return, steps, interventions, safety clips (counts)."""
-    from vlmrl.pipelines.common import clip_counts_line
+    from vlmrl.deployment.policy_episodes import clip_counts_line
 
     takeovers = int(stats.get("takeovers", 0))
     return (

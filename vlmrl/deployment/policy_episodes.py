@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 
 from robot.config import LeRobotEnvConfig
+from vlmrl.deployment.robot_env import RobotConfigT as RobotConfigT
+from vlmrl.deployment.robot_env import RobotEnvConfig as RobotEnvConfig
+from vlmrl.deployment.robot_env import check_policy_fits as check_policy_fits
+from vlmrl.deployment.robot_env import make_robot_env as make_robot_env
+from vlmrl.deployment.robot_env import robot_types as robot_types
 from vlmrl.errors import ConfigError
-from vlmrl.robot_env import RobotConfigT as RobotConfigT
-from vlmrl.robot_env import RobotEnvConfig as RobotEnvConfig
-from vlmrl.robot_env import check_policy_fits as check_policy_fits
-from vlmrl.robot_env import make_robot_env as make_robot_env
-from vlmrl.robot_env import robot_types as robot_types
 
 
 def adopt_trained(

@@ -1,8 +1,8 @@
 """The arms a fine-tuning run learns from: one in this process, or several in Ray actors (``--actors``), each
 with its env (safety layer, watchdog), operator keys and teleop; the learner sees them as one experience
-source (``vlmrl.sources.RobotEpisodes``, ``vlmrl.actor_source.ActorEpisodes``).
+source (``vlmrl.loop.sources.RobotEpisodes``, ``vlmrl.actors.ray_source.ActorEpisodes``).
 
-Several arms at once (``--actors N``, Ray; ``vlmrl.robot_actor``): each arm runs in its own Ray actor with
+Several arms at once (``--actors N``, Ray; ``vlmrl.actors.robot_actor``): each arm runs in its own Ray actor with
 its own ``LeRobotEnv`` (safety layer, watchdog), operator keys, teleop and a CPU copy of the policy; this
 process keeps the agent, the buffer (its only writer), the scorer and the updates, and sends the actors new
 weights every ``--ray.weights-every-updates`` updates (each episode stores its ``info/policy_version``). On
@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from robot.config import ArmConfig
+from vlmrl.actors.robot_actor import RobotKit, RobotSide, describe_env
+from vlmrl.deployment.robot_env import check_policy_fits, make_robot_env
 from vlmrl.errors import ConfigError
-from vlmrl.robot_actor import RobotKit, RobotSide, describe_env
-from vlmrl.robot_env import check_policy_fits, make_robot_env
+from vlmrl.loop.sources import RobotEpisodes
 from vlmrl.run_dir import NewPaths
-from vlmrl.sources import RobotEpisodes
 
 Config = Any
 """A ``vlmrl finetune`` config (``vlmrl.pipelines.finetune.Config``)."""
@@ -99,7 +99,7 @@ def one_arm(
     delta_scale: list[float] | None = None,
 ) -> Iterator[tuple[RobotSide, SourceFor]]:
     """The arm in this process: its env (checked against the policy), operator keys and teleop;
-    ``delta_scale`` for a joint-delta policy (``vlmrl.sources.RobotEpisodes``)."""
+    ``delta_scale`` for a joint-delta policy (``vlmrl.loop.sources.RobotEpisodes``)."""
     with new.removed_on_failure():
         env = open_robot_env(cfg, cfg.out_dir, robot_factories)
     with env:
@@ -196,7 +196,7 @@ def check_actor_settings(cfg: Config) -> None:
     or ``--prior-data``, the other things they refuse)."""
     from types import SimpleNamespace
 
-    from vlmrl.train_config import check_actors
+    from vlmrl.online.config import check_actors
 
     check_actors(SimpleNamespace(actors=cfg.actors, ray=cfg.ray, reward_program=None, prior_data=None))  # type: ignore[arg-type]
 
@@ -222,9 +222,9 @@ def several_arms(
 ) -> Iterator[tuple[RobotSide, SourceFor]]:
     """``cfg.actors`` robot actors on Ray (see the module doc), all up and alike; the learner's view of their
     envs. ``delta_scale`` for a joint-delta policy, as ``one_arm``."""
-    from vlmrl.actor_source import ActorEpisodes, connect  # imports Ray: only with --actors
-    from vlmrl.env_actor import PolicySpec
-    from vlmrl.robot_actor import RobotActor
+    from vlmrl.actors.env_actor import PolicySpec
+    from vlmrl.actors.ray_source import ActorEpisodes, connect  # imports Ray: only with --actors
+    from vlmrl.actors.robot_actor import RobotActor
 
     arms = [
         ArmActorConfig(arm, cfg.out_dir / f"arm-{i}", obs_spec, robot_factories)

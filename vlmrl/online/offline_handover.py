@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 
 from vlmrl.errors import ConfigError
-from vlmrl.offline import OfflineConfig, config_from_dict, is_offline_run
+from vlmrl.offline.run import OfflineConfig, config_from_dict, is_offline_run
 
 ONLINE_DIR = "online"
 """Where ``--then-online`` puts the online run, inside the offline run's directory."""
@@ -109,7 +109,7 @@ def online_config(cfg: Any, offline_dir: Path, steps: int) -> Any:
     Raises:
         ConfigError: the data has no stored sim config (``twin_sim_config``).
     """
-    from vlmrl.train_config import TrainConfig
+    from vlmrl.online.config import TrainConfig
 
     offline = load_offline_agent(offline_dir, "--then-online")
     defaults = TrainConfig()
@@ -138,7 +138,7 @@ def twin_sim_config(data: Path) -> Any:
     """
     from buffer.metadata import read_store_metadata
     from sim.config import SimConfig, stored_sim_settings
-    from vlmrl.offline import dataclass_from_dict
+    from vlmrl.offline.run import dataclass_from_dict
 
     sim = read_store_metadata(data).record.get("sim_config") if (Path(data) / "zarr.json").is_file() else None
     if not sim:
@@ -161,7 +161,7 @@ def finetune_state(run_dir: Path) -> dict[str, Any]:
     import gymnasium as gym
 
     from sim.config import SimConfig
-    from vlmrl.train_config import TrainConfig
+    from vlmrl.online.config import TrainConfig
 
     offline = load_offline_agent(run_dir, "--from")
     if offline.policy_obs != "robot":

@@ -1,6 +1,6 @@
 """Episodes from Ray env actors (`vlmrl train --actors N`): an ``ExperienceSource`` of the one learner loop.
 
-Layout (as in Ape-X, RLlib and SERL): N actors (``vlmrl.env_actor.EnvActor``, one Ray process each, CPU,
+Layout (as in Ape-X, RLlib and SERL): N actors (``vlmrl.actors.env_actor.EnvActor``, one Ray process each, CPU,
 one torch thread) each own an env and a copy of the policy and run whole episodes; the learner process
 keeps the agent, the replay buffer (its only writer) and the scoring link, and runs ``Learner.run``
 unchanged. ``collect`` hands the loop the next finished episode of any actor: it commits it with
@@ -18,7 +18,7 @@ loop's ``after_step`` once per transition, so updates per env step are those of 
   refused request used to count as one more lost episode (14 lost with 2 in flight, issue #36). So at most
   ``max_in_flight`` episodes are lost per death, and every requested episode is committed, lost or in
   flight.
-- `vlmrl finetune --actors N` runs ``vlmrl.robot_actor.RobotActor`` the same way (``actor_class``), each
+- `vlmrl finetune --actors N` runs ``vlmrl.actors.robot_actor.RobotActor`` the same way (``actor_class``), each
   built from its own arm's config (``actor_configs``).
 """
 
@@ -31,9 +31,9 @@ from typing import Any
 
 import ray
 
-from vlmrl.env_actor import POLICY_VERSION_KEY, EnvActor, PolicySpec, policy_weights
+from vlmrl.actors.env_actor import POLICY_VERSION_KEY, EnvActor, PolicySpec, policy_weights
 from vlmrl.errors import USER_ERRORS, ConfigError
-from vlmrl.learner import Act
+from vlmrl.loop.learner import Act
 
 NAMESPACE = "vlmrl"
 """Ray namespace of the env actors (named ``<run name>/env-<i>``, so tools and tests can find them)."""
@@ -103,7 +103,7 @@ class ActorEpisodes:
         agent: the learner's SAC (its ``num_updates`` is the policy version).
         random_until: acts at random while ``random_until()`` is True (the loop's warm-up).
         ray_cfg: ``RayConfig`` (actor CPUs, broadcast period, in-flight bound, timeout).
-        actor_class: the actor kind (``EnvActor``, or ``vlmrl.robot_actor.RobotActor`` for finetune).
+        actor_class: the actor kind (``EnvActor``, or ``vlmrl.actors.robot_actor.RobotActor`` for finetune).
         actor_configs: what actor i is built from instead of ``sim_cfg`` (one per actor: each arm's own
             port and id); None: ``sim_cfg`` for all.
         actor_kwargs: more keyword arguments of every actor (e.g. the robot actors' ``action_space``).

@@ -1,11 +1,11 @@
 """The one assembly of a learner: agent, replay buffer (its sampler), scoring link, update plan and loop
 state, built the same way for every verb that learns, and saved in and restored from one checkpoint format.
 
-`vlmrl train` (``vlmrl.trainer``; also the online part of ``--then-online`` and ``--agent-from``) and
+`vlmrl train` (``vlmrl.online.trainer``; also the online part of ``--then-online`` and ``--agent-from``) and
 `vlmrl finetune` call ``build_agent`` and then ``build_learner``; what differs between them is data they
 pass in (where the store lives, the update plan, how a new run's agent starts), not code. Between the two
 calls the caller may set up what needs the agent but comes before the buffer (finetune's Ray arms).
-``learner_checkpoint`` is the state every such run checkpoints (``vlmrl.checkpoint`` writes and reads it).
+``learner_checkpoint`` is the state every such run checkpoints (``vlmrl.loop.checkpoint`` writes and reads it).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from agents.sac import SAC
 from buffer import BufferConfig, ReplayBuffer, make_buffer
 from vlm import Scorer
 from vlm.config import AuxRewardConfig, WorkerConfig
-from vlmrl.learner import Learner, LoopState, UpdatePlan
-from vlmrl.scoring import ScoringLink, aux_reward_for
-from vlmrl.train_config import takes_td_errors
+from vlmrl.loop.learner import Learner, LoopState, UpdatePlan
+from vlmrl.loop.scoring import ScoringLink, aux_reward_for
+from vlmrl.online.config import takes_td_errors
 
 
 def build_agent(
@@ -107,7 +107,7 @@ def open_store(spec: StoreSpec) -> ReplayBuffer:
 
 @dataclass(frozen=True, kw_only=True)
 class ScoringSpec:
-    """How clip scores reach the buffer (``vlmrl.scoring.ScoringLink``)."""
+    """How clip scores reach the buffer (``vlmrl.loop.scoring.ScoringLink``)."""
 
     worker: WorkerConfig
     """The async scoring worker."""
@@ -151,7 +151,7 @@ def build_learner(
         store: the replay buffer to open.
         plan: when to act at random and when to update.
         seed: seeds the loop's RNG (random warm-up actions) of a new run.
-        scorer: a ready scorer and its prompt (``vlmrl.scorer_choice.ready_scorer``); None: no scoring.
+        scorer: a ready scorer and its prompt (``vlmrl.scorers.choice.ready_scorer``); None: no scoring.
             The learner's link owns it from here (closed with the link, or here when building fails).
         scoring: how the link scores (required with ``scorer``).
         state: a new run's loop state (default: all counters at zero).
@@ -210,7 +210,7 @@ def restore(
 def learner_checkpoint(
     learner: Learner, config: Any, policy_obs_spec: dict[str, Any], **extra: Any
 ) -> dict[str, Any]:
-    """What a run that learns checkpoints (``vlmrl.checkpoint.save_checkpoint``): its ``config``, the
+    """What a run that learns checkpoints (``vlmrl.loop.checkpoint.save_checkpoint``): its ``config``, the
     agent, the buffer's sampler and RNG, the loop's counters, RNG and history, the scoring link's scores,
     the resolved buffer config (for reading only) and what the policy reads (for `vlmrl finetune` and
     `deploy`: key -> (shape, dtype name)); ``extra`` entries beside them (finetune: ``train_config``)."""

@@ -1,6 +1,6 @@
 """An env actor of `vlmrl train --actors N`: one env and a CPU copy of the policy, in its own process.
 
-Plain Python (no Ray import): ``vlmrl.actor_source`` runs it as a Ray actor. Each call runs one whole
+Plain Python (no Ray import): ``vlmrl.actors.ray_source`` runs it as a Ray actor. Each call runs one whole
 episode with the policy version it was sent and returns the episode as arrays in ``ReplayBuffer.add_episode``
 form, so the learner stays the buffer's only writer. Episode e resets with seed ``seed_base + e`` and
 draws its stochastic actions from a generator seeded with e, as the single-process loop seeds its episodes.

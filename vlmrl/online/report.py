@@ -9,9 +9,9 @@ import numpy as np
 
 from buffer.clips import plan_episode_clips, scores_per_step
 from buffer.config import BufferConfig
-from vlmrl.car_reward import report_lines as car_report_lines
-from vlmrl.evaluation import EpisodeRecord, EvalResult
-from vlmrl.recipes import recipe_settings
+from vlmrl.evaluation.episodes import EpisodeRecord, EvalResult
+from vlmrl.online.recipes import recipe_settings
+from vlmrl.scorers.car_reward import report_lines as car_report_lines
 
 VIDEO_SIDE_PX = 256
 """Evaluation video frames are upscaled to this side so the drawn scores are readable."""

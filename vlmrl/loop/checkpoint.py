@@ -22,7 +22,7 @@ import torch
 
 from buffer import ReplayBuffer
 from vlmrl.errors import ConfigError
-from vlmrl.learner import LoopState
+from vlmrl.loop.learner import LoopState
 
 CHECKPOINT_DIR = "checkpoint"
 STATE_FILE = "state.pt"
