@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
 import shutil
+import types
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,63 @@ STATE_FILE = "state.pt"
 BUFFER_DIR = "buffer"
 LEGACY_FINETUNE_FILE = "checkpoint.pt"
 """The single-file fine-tuning checkpoint of versions before the shared format (still resumable)."""
+
+MOVED_MODULES = {
+    "vlmrl.scoring": "vlmrl.loop.scoring",
+    "vlmrl.learner": "vlmrl.loop.learner",
+    "vlmrl.sources": "vlmrl.loop.sources",
+    "vlmrl.checkpoint": "vlmrl.loop.checkpoint",
+    "vlmrl.assembly": "vlmrl.loop.assembly",
+    "vlmrl.scorer_choice": "vlmrl.scorers.choice",
+    "vlmrl.scorer_eval": "vlmrl.scorers.evaluation",
+    "vlmrl.labels": "vlmrl.scorers.labels",
+    "vlmrl.car_reward": "vlmrl.scorers.car_reward",
+    "vlmrl.robot_env": "vlmrl.deployment.robot_env",
+    "vlmrl.pipelines.common": "vlmrl.deployment.policy_episodes",
+    "vlmrl.evaluation": "vlmrl.evaluation.episodes",
+    "vlmrl.perturbation_grid": "vlmrl.evaluation.perturbation_grid",
+    "vlmrl.unit_evaluation": "vlmrl.evaluation.units",
+    "vlmrl.env_actor": "vlmrl.actors.env_actor",
+    "vlmrl.actor_source": "vlmrl.actors.ray_source",
+    "vlmrl.robot_actor": "vlmrl.actors.robot_actor",
+    "vlmrl.datasets": "vlmrl.offline.datasets",
+    "vlmrl.offline": "vlmrl.offline.run",
+    "vlmrl.train_config": "vlmrl.online.config",
+    "vlmrl.recipes": "vlmrl.online.recipes",
+    "vlmrl.report": "vlmrl.online.report",
+    "vlmrl.progress": "vlmrl.online.progress",
+    "vlmrl.resume_check": "vlmrl.online.resume_check",
+    "vlmrl.offline_handover": "vlmrl.online.offline_handover",
+    "vlmrl.trainer": "vlmrl.online.trainer",
+    "vlmrl.trained_run": "vlmrl.arm.trained_run",
+    "vlmrl.robot_arms": "vlmrl.arm.robot_arms",
+    "vlmrl.finetune_report": "vlmrl.arm.finetune_report",
+}
+"""Where the app layer's modules went when it moved into rooms (issue 37): a checkpoint pickles its config
+and loop classes by module path, so files written before the move name the old paths."""
+
+
+class MovedModulesUnpickler(pickle.Unpickler):
+    """Unpickles classes pickled under a module path of ``MOVED_MODULES`` from where they live now."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        return super().find_class(MOVED_MODULES.get(module, module), name)
+
+
+def _load(file: Any, **kwargs: Any) -> Any:
+    return MovedModulesUnpickler(file, **kwargs).load()
+
+
+PICKLE_MODULE = types.SimpleNamespace(
+    __name__="vlmrl_moved_modules", Unpickler=MovedModulesUnpickler, load=_load
+)
+"""``torch.load``'s ``pickle_module`` for our own files: pickle, reading old module paths too."""
+
+
+def load_torch_file(path: Path) -> Any:
+    """A torch file this project wrote (a checkpoint: numpy RNG states, config dataclasses), fully unpickled,
+    with classes of the modules that moved (``MOVED_MODULES``) found at their new paths."""
+    return torch.load(path, map_location="cpu", weights_only=False, pickle_module=PICKLE_MODULE)
 
 
 def checkpoint_dir(run_dir: Path) -> Path:
@@ -119,7 +178,7 @@ def read_state(path: Path, run_dir: Path, flag: str) -> dict[str, Any]:
     """The dict a checkpoint file holds; one-line ConfigError for an unreadable or foreign file."""
     try:
         # Our own file (it holds numpy RNG states and the config dataclass), so full unpickling is fine.
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = load_torch_file(path)
     except Exception as exc:  # a truncated or foreign file: one line, not a traceback
         raise ConfigError(f"{flag} {run_dir}: cannot read {path}: {exc}") from None
     if not isinstance(state, dict):

@@ -28,6 +28,7 @@ import numpy as np
 
 from agents.config import IQLConfig
 from vlmrl.errors import ConfigError
+from vlmrl.loop.checkpoint import load_torch_file
 from vlmrl.offline.datasets import Episodes, OfflineDataset, label_rewards, load_episodes, split_episodes
 
 JOINT_SUFFIX = ".pos"
@@ -191,9 +192,7 @@ class OfflineRun:
 
     def restore(self) -> None:
         """Load checkpoint.pt into this run."""
-        import torch
-
-        state = torch.load(self.run_dir / "checkpoint.pt", map_location="cpu", weights_only=False)
+        state = load_torch_file(self.run_dir / "checkpoint.pt")
         self.agent.load_state_dict(state["agent"])
         self.dataset.load_state_dict(state["dataset"])
         self.step, self.history = int(state["step"]), list(state["history"])
@@ -386,7 +385,7 @@ def run_offline(cfg: OfflineConfig) -> OfflineRun:
         run_dir = Path(cfg.resume)
         if not (run_dir / "checkpoint.pt").is_file():
             raise ConfigError(f"--resume {run_dir}: no checkpoint.pt there")
-        saved = torch.load(run_dir / "checkpoint.pt", map_location="cpu", weights_only=False)["config"]
+        saved = load_torch_file(run_dir / "checkpoint.pt")["config"]
         cfg = dataclasses.replace(
             config_from_dict(saved), stop_after_steps=cfg.stop_after_steps, resume=cfg.resume
         )

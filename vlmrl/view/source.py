@@ -23,6 +23,7 @@ import numpy as np
 
 from buffer.errors import BufferError
 from vlmrl.errors import ConfigError
+from vlmrl.loop.checkpoint import load_torch_file
 from vlmrl.scorers.labels import SUFFIX, labels_path_for
 
 RUN_STORES = ("buffer.zarr", "episodes.zarr")
@@ -153,10 +154,8 @@ def checkpoint_priorities(run_dir: Path) -> np.ndarray | None:
     state_file = run_dir / CHECKPOINT_STATE
     if not state_file.is_file():
         return None
-    import torch
-
     try:  # the run's own checkpoint: it holds numpy arrays, so not weights_only
-        state = torch.load(state_file, map_location="cpu", weights_only=False)
+        state = load_torch_file(state_file)
         buffer = state["buffer"]
         sampler = buffer["sampler"]
     except Exception:
