@@ -20,8 +20,8 @@ from buffer.errors import BufferError
 from buffer.replay_buffer import ReplayBuffer
 from buffer.samplers import PrioritizedSampler, Sampler, UniformSampler, VLMMixSampler
 from buffer.spec import ObsSpec, build_specs
+from buffer.storage.jpeg_quality import check_quality
 from buffer.storage.protocol import Storage
-from buffer.storage.shard_format import check_quality
 
 
 def _uniform(cfg: UniformSamplerConfig, capacity: int) -> Sampler:

@@ -50,7 +50,7 @@ class WatchdogConfig:
     on_twin: bool = False
     """Run it on the twin too (``robot.type sim_so101``). Off by default: the twin is stepped in lockstep,
     so its observations cannot go stale, and a busy host would only make it trip
-    (``vlmrl.deployment.policy_episodes.make_robot_env``)."""
+    (``vlmrl.deployment.robot_env.make_robot_env``)."""
     stale_after_periods: float = 1.5
     """Trip when no fresh observation or loop tick arrived for this many control periods."""
     poll_periods: float = 0.25

@@ -7,7 +7,7 @@ import pytest
 
 from buffer import BufferConfig, PERSamplerConfig, make_buffer
 from vlmrl.loop.learner import Learner, LoopState, UpdatePlan
-from vlmrl.online.config import REPLAYS, takes_td_errors
+from vlmrl.loop.replays import REPLAYS, takes_td_errors
 
 EPISODE_STEPS = 4
 

@@ -1,25 +1,18 @@
-"""Pieces shared by the pipelines that drive a robot (deploy, record, finetune) or write run directories.
-
-Pipelines (the verb modules beside this one) import from here, never from each other
-(``tests/test_layering.py`` checks it).
+"""A trained policy's episodes on an arm or its twin (`deploy`, `evaluate`, `finetune`, the trainer's policy file):
+what the policy was trained on (``policy_run_info``, ``describe_run``), the robot config fitted to it
+(``fit_to_policy``, ``refuse_privileged``), one episode (``run_policy_episode``) and its safety clips.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import asdict, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from robot.config import LeRobotEnvConfig
-from vlmrl.deployment.robot_env import RobotConfigT as RobotConfigT
-from vlmrl.deployment.robot_env import RobotEnvConfig as RobotEnvConfig
-from vlmrl.deployment.robot_env import check_policy_fits as check_policy_fits
-from vlmrl.deployment.robot_env import make_robot_env as make_robot_env
-from vlmrl.deployment.robot_env import robot_types as robot_types
+from vlmrl.deployment.robot_env import RobotConfigT, RobotEnvConfig
 from vlmrl.errors import ConfigError
 
 
@@ -206,12 +199,6 @@ def clip_counts_line(clips: dict[str, int]) -> str:
     if not total:
         return "no safety clips"
     return f"{total} safety clips ({', '.join(f'{k} {v}' for k, v in sorted(clips.items()))})"
-
-
-def write_config(cfg: Any, out_dir: Path) -> None:
-    """Write the resolved config as ``out_dir/config.json``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "config.json").write_text(json.dumps(asdict(cfg), indent=2, default=str) + "\n")
 
 
 def episode_steps_of(sim: Any) -> int | None:

@@ -62,14 +62,8 @@ def run_units(
     from robot.config import ArmConfig, LeRobotEnvConfig
     from sim.config import joint_delta_scale
     from sim.units import NOMINAL, UNITS
-    from vlmrl.deployment.policy_episodes import (
-        RobotEnvConfig,
-        check_policy_fits,
-        fit_to_policy,
-        make_robot_env,
-        refuse_privileged,
-        run_policy_episode,
-    )
+    from vlmrl.deployment.policy_episodes import fit_to_policy, refuse_privileged, run_policy_episode
+    from vlmrl.deployment.robot_env import RobotEnvConfig, check_policy_fits, make_robot_env
 
     run = policy.run
     refuse_privileged(policy.obs_spec, run, source)

@@ -25,8 +25,8 @@ from buffer import BufferConfig, ReplayBuffer, make_buffer
 from vlm import Scorer
 from vlm.config import AuxRewardConfig, WorkerConfig
 from vlmrl.loop.learner import Learner, LoopState, UpdatePlan
+from vlmrl.loop.replays import takes_td_errors
 from vlmrl.loop.scoring import ScoringLink, aux_reward_for
-from vlmrl.online.config import takes_td_errors
 
 
 def build_agent(
@@ -144,7 +144,7 @@ def build_learner(
     ``checkpoint`` on a resume.
 
     Whether the sampler takes the learner's TD errors is decided here, from the buffer's sampler
-    (``train_config.takes_td_errors``), whatever ``plan.td_priorities`` says.
+    (``replays.takes_td_errors``), whatever ``plan.td_priorities`` says.
 
     Args:
         agent: the run's SAC.

@@ -82,7 +82,7 @@ class UpdatePlan:
     """Update after each episode (``utd_ratio`` per step it collected) rather than after every step: on a
     robot, learning must never stretch a control period."""
     td_priorities: bool = False
-    """Send each batch's TD errors back to the sampler (PER, VLM x TD; ``train_config.takes_td_errors``)."""
+    """Send each batch's TD errors back to the sampler (PER, VLM x TD; ``vlmrl.loop.replays.takes_td_errors``)."""
     policy_keys: tuple[str, ...] = ()
     """Observation keys the agent reads (batches hold these only)."""
 

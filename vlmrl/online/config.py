@@ -1,7 +1,7 @@
 """The config of a training run (`vlmrl train`, the Python API's `vlmrl.train`) and what it resolves to.
 
 Both the `vlmrl train` pipeline and the trainer import it (neither imports the other). The replay mode is
-resolved here, once: ``REPLAYS`` names each mode's sampler config, the TrainConfig field with its
+resolved once in ``vlmrl.loop.replays``: ``REPLAYS`` names each mode's sampler config, the TrainConfig field with its
 settings, and whether it takes the learner's TD errors.
 """
 
@@ -19,7 +19,6 @@ from buffer.config import (
     BufferConfig,
     PERSamplerConfig,
     PriorMixSamplerConfig,
-    UniformSamplerConfig,
     VLMMixSamplerConfig,
     VLMTDSamplerConfig,
 )
@@ -32,6 +31,7 @@ from vlm.config import (
 )
 from vlmrl.config_ranges import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, SEED, UNIT, check_ranges, register
 from vlmrl.errors import ConfigError
+from vlmrl.loop.replays import REPLAYS
 from vlmrl.online.recipes import RecipeName
 from vlmrl.scorers.choice import ScorerChoice
 
@@ -209,35 +209,6 @@ class TrainConfig:
     agent_from: Path | None = None
     """Start SAC from this offline run's agent (``vlmrl train --offline``'s directory): its encoder, actor
     and Q-networks are handed over (agents/handover.py); the network sizes are the offline agent's."""
-
-
-@dataclass(frozen=True)
-class Replay:
-    """What a replay mode means for the run."""
-
-    sampler: type
-    """The buffer sampler config class of the mode."""
-    settings_field: str
-    """The TrainConfig field holding the mode's sampler settings ("" when it has none)."""
-    td_priorities: bool
-    """The sampler takes the learner's TD errors (``ReplayBuffer.update_priorities`` after each update)."""
-    needs_scores: bool
-    """The sampler reads clip scores, so the run needs a camera to cut clips from."""
-
-
-REPLAYS: dict[str, Replay] = {
-    "uniform": Replay(UniformSamplerConfig, "", td_priorities=False, needs_scores=False),
-    "per": Replay(PERSamplerConfig, "per_sampler", td_priorities=True, needs_scores=False),
-    "vlm": Replay(VLMMixSamplerConfig, "vlm_sampler", td_priorities=False, needs_scores=True),
-    "vlm_td": Replay(VLMTDSamplerConfig, "vlm_td_sampler", td_priorities=True, needs_scores=True),
-}
-"""The replay modes of ``--replay``, resolved in this one place."""
-
-
-def takes_td_errors(sampler: object) -> bool:
-    """Whether a buffer sampler config is one that takes the learner's TD errors (a prior mix: its online part)."""
-    sampler = sampler.online if isinstance(sampler, PriorMixSamplerConfig) else sampler
-    return any(isinstance(sampler, r.sampler) and r.td_priorities for r in REPLAYS.values())
 
 
 def resolve_buffer_config(cfg: TrainConfig, scorer_id: str) -> BufferConfig:

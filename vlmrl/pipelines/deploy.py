@@ -30,19 +30,16 @@ from typing import Any
 
 from sim.config import joint_delta_scale
 from vlmrl.deployment.policy_episodes import (
-    RobotEnvConfig,
-    check_policy_fits,
     clip_counts_line,
     describe_run,
-    make_robot_env,
     refuse_privileged,
     run_policy_episode,
     warm_up,
-    write_config,
 )
 from vlmrl.deployment.policy_episodes import fit_to_policy as common_fit_to_policy
+from vlmrl.deployment.robot_env import RobotEnvConfig, check_policy_fits, make_robot_env
 from vlmrl.errors import ConfigError
-from vlmrl.run_dir import NewPaths
+from vlmrl.run_dir import NewPaths, write_config
 
 logger = logging.getLogger("vlmrl.deploy")
 

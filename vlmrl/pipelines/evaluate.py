@@ -28,9 +28,9 @@ from typing import Annotated, Any
 
 import tyro
 
-from vlmrl.deployment.policy_episodes import write_config
 from vlmrl.errors import ConfigError
 from vlmrl.evaluation.perturbation_grid import GridSpec, markdown_table, run_grid, write_grid
+from vlmrl.run_dir import write_config
 from vlmrl.scorers.choice import parse_scorer, ready_scorer
 
 logger = logging.getLogger("vlmrl.evaluate")
@@ -116,7 +116,7 @@ def main(cfg: Config) -> int:
     """Run the grid and write the table, the JSON and the picture; returns 0."""
     from agents.export import load_policy
     from sim.factory import make_env
-    from vlmrl.deployment.policy_episodes import check_policy_fits
+    from vlmrl.deployment.robot_env import check_policy_fits
     from vlmrl.evaluation.perturbation_grid import grid_rows
 
     if cfg.episodes < 1:

@@ -79,20 +79,15 @@ from vlmrl.arm.trained_run import (
     sim_policy_run_info,
     start_from_sim_run,
 )
-from vlmrl.deployment.policy_episodes import (
-    RobotEnvConfig,
-    adopt_trained,
-    fit_to_policy,
-    policy_run_info,
-    write_config,
-)
+from vlmrl.deployment.policy_episodes import adopt_trained, fit_to_policy, policy_run_info
+from vlmrl.deployment.robot_env import RobotEnvConfig
 from vlmrl.errors import ConfigError
 from vlmrl.loop.assembly import ScoringSpec, StoreSpec, build_agent, build_learner, learner_checkpoint
 from vlmrl.loop.checkpoint import checkpoint_to_resume, save_checkpoint
 from vlmrl.loop.learner import UpdatePlan
 from vlmrl.loop.sources import ROBOT_INFO_KEYS
 from vlmrl.online.config import RayConfig
-from vlmrl.run_dir import NewPaths
+from vlmrl.run_dir import NewPaths, write_config
 
 INFO_KEYS = ROBOT_INFO_KEYS
 

@@ -41,15 +41,10 @@ from buffer.storage.shard_format import DEFAULT_JPEG_QUALITY, FrameCodec
 from robot.config import LeRobotEnvConfig
 from robot.errors import RobotError
 from sim.config import TwinConfig
-from vlmrl.deployment.policy_episodes import (
-    RobotEnvConfig,
-    check_policy_fits,
-    make_robot_env,
-    write_config,
-)
+from vlmrl.deployment.robot_env import RobotEnvConfig, check_policy_fits, make_robot_env
 from vlmrl.errors import ConfigError
 from vlmrl.loop.assembly import open_episode_store
-from vlmrl.run_dir import NewPaths
+from vlmrl.run_dir import NewPaths, write_config
 
 logger = logging.getLogger("vlmrl.record")
 

@@ -34,8 +34,8 @@ import tyro
 from buffer.errors import BufferError
 from buffer.storage.integrity import describe_skipped
 from vlm.config import AuxRewardConfig, OracleConfig
-from vlmrl.deployment.policy_episodes import write_config
 from vlmrl.errors import ConfigError
+from vlmrl.run_dir import write_config
 from vlmrl.scorers.choice import ScorerChoice, ready_scorer
 
 logger = logging.getLogger("vlmrl.score")
