@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from robot.arms import SO101
+from robot.arms import SO101, arm_for
 
 SO101_JOINT_KEYS: tuple[str, ...] = SO101.keys
 """Action/observation keys of LeRobot's SO-100/SO-101 follower, in its motor order (``robot.arms``)."""
@@ -137,8 +137,6 @@ def env_config_for_arm(cfg: LeRobotEnvConfig, robot_type: str) -> LeRobotEnvConf
     """``cfg`` with the arm's own safety limits, max steps and home pose (``robot.arms``) where it still
     holds the SO-101 defaults; values the user set are kept. Types of no known arm: ``cfg`` unchanged."""
     from dataclasses import replace
-
-    from robot.arms import arm_for
 
     arm = arm_for(robot_type)
     if arm is None or arm is SO101:

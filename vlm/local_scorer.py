@@ -7,6 +7,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from vlm.backends.learned import check_learned_file
+from vlm.backends.loading import check_model_source
+from vlm.backends.openai_compat import check_server
 from vlm.config import CLIPConfig, HFConfig, LearnedConfig, OpenAIConfig, OracleConfig, ScorerConfig
 from vlm.errors import VLMError
 from vlm.scorer import Scorer
@@ -43,16 +46,10 @@ def check_reachable(cfg: ScorerConfig) -> None:
     if cfg.ray.actors:
         return
     if isinstance(cfg, HFConfig | CLIPConfig):
-        from vlm.backends.loading import check_model_source
-
         check_model_source(cfg.model, getattr(cfg, "revision", ""), kind=cfg.kind)
     elif isinstance(cfg, OpenAIConfig):
-        from vlm.backends.openai_compat import check_server
-
         check_server(cfg)
     elif isinstance(cfg, LearnedConfig):
-        from vlm.backends.learned import check_learned_file
-
         check_learned_file(cfg)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from robot.contract import env_spec
 from vlmrl.actors.env_actor import POLICY_VERSION_KEY, PolicySpec
 from vlmrl.loop.sources import ROBOT_INFO_KEYS, RobotEpisodes
 
@@ -44,8 +45,6 @@ class RobotSide:
 
 def describe_env(env: Any) -> RobotSide:
     """The ``RobotSide`` of a ``LeRobotEnv``."""
-    from robot.contract import env_spec
-
     spec = env_spec(env)
     return RobotSide(
         obs_spec=dict(spec.obs_spec()),

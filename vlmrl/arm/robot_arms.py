@@ -32,10 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from robot.config import ArmConfig
-from vlmrl.actors.robot_actor import RobotKit, RobotSide, describe_env
+from robot.teleop import KeyboardJog, LeaderArm, OperatorKeys, leader_type_for
+from sim.scripted_operator import ScriptedOperator
+from vlmrl.actors.env_actor import PolicySpec
+from vlmrl.actors.robot_actor import RobotActor, RobotKit, RobotSide, describe_env
 from vlmrl.deployment.robot_env import check_policy_fits, make_robot_env
 from vlmrl.errors import ConfigError
 from vlmrl.loop.sources import RobotEpisodes
+from vlmrl.online.config import check_actors
 from vlmrl.run_dir import NewPaths
 
 Config = Any
@@ -59,8 +63,6 @@ SourceFor = Callable[[Any], Any]
 
 def make_teleop(cfg: Config, env: Any) -> Any:
     """Who drives during a takeover: the leader arm at ``cfg.leader_port``, or the keyboard jog."""
-    from robot.teleop import KeyboardJog, LeaderArm, leader_type_for
-
     if cfg.teleop == "leader":
         return LeaderArm(leader_type_for(cfg.robot.type), cfg.leader_port)
     return KeyboardJog(env.action_keys, dict.fromkeys(env.action_keys, 2.0))
@@ -69,11 +71,7 @@ def make_teleop(cfg: Config, env: Any) -> Any:
 def make_operator(cfg: Config, env: Any) -> tuple[Any, Any]:
     """The operator's keys and who drives its takeovers: the twin's scripted operator (both), or the
     keyboard's operator keys and ``make_teleop``'s driver."""
-    from robot.teleop import OperatorKeys
-
     if cfg.operator == "scripted":
-        from sim.scripted_operator import ScriptedOperator
-
         operator = ScriptedOperator(env.robot, cfg.scripted_operator)
         return operator, operator
     keys = OperatorKeys()
@@ -196,8 +194,6 @@ def check_actor_settings(cfg: Config) -> None:
     or ``--prior-data``, the other things they refuse)."""
     from types import SimpleNamespace
 
-    from vlmrl.online.config import check_actors
-
     check_actors(SimpleNamespace(actors=cfg.actors, ray=cfg.ray, reward_program=None, prior_data=None))  # type: ignore[arg-type]
 
 
@@ -222,9 +218,7 @@ def several_arms(
 ) -> Iterator[tuple[RobotSide, SourceFor]]:
     """``cfg.actors`` robot actors on Ray (see the module doc), all up and alike; the learner's view of their
     envs. ``delta_scale`` for a joint-delta policy, as ``one_arm``."""
-    from vlmrl.actors.env_actor import PolicySpec
     from vlmrl.actors.ray_source import ActorEpisodes, connect  # imports Ray: only with --actors
-    from vlmrl.actors.robot_actor import RobotActor
 
     arms = [
         ArmActorConfig(arm, cfg.out_dir / f"arm-{i}", obs_spec, robot_factories)

@@ -19,10 +19,17 @@ from typing import Any
 
 import numpy as np
 
+from agents.errors import AgentError
+from agents.export import load_policy
+from agents.sim_to_robot import load_sim_into_robot_sac
+from robot.contract import env_spec
+from sim import make_env
 from sim.config import joint_delta_scale
 from vlmrl.actors.robot_actor import RobotSide
 from vlmrl.errors import ConfigError
 from vlmrl.loop.checkpoint import load_checkpoint
+from vlmrl.offline.run import is_offline_run
+from vlmrl.online.offline_handover import finetune_state
 from vlmrl.scorers.choice import parse_scorer, ready_scorer
 
 SCORE_CALIBRATION_FILE = "score_calibration.json"
@@ -37,11 +44,7 @@ def load_sim_run(run_dir: Path) -> dict[str, Any]:
     fields added since it was written get their defaults); ConfigError naming the file if it is missing,
     broken, or lacks the agent. An offline run (``vlmrl train --offline``) gives the same entries, its
     IQL agent handed over to SAC (``vlmrl.online.offline_handover.finetune_state``)."""
-    from vlmrl.offline.run import is_offline_run
-
     if is_offline_run(run_dir):
-        from vlmrl.online.offline_handover import finetune_state
-
         return finetune_state(run_dir)
     return load_checkpoint(run_dir, flag="--from", required=("config", "agent"))
 
@@ -50,8 +53,6 @@ def policy_obs_spec(state: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], n
     """Observation keys, shapes and dtypes the checkpointed agent reads."""
     if "policy_obs_spec" in state:
         return {k: (tuple(shape), np.dtype(dt)) for k, (shape, dt) in state["policy_obs_spec"].items()}
-    from robot.contract import env_spec
-    from sim import make_env
 
     sim_cfg = state["config"].sim
     env = make_env(sim_cfg)
@@ -69,8 +70,6 @@ def action_space_of(state: dict[str, Any]) -> Any:
     """The action space the checkpointed agent was trained in: its recorded bounds (an offline run's),
     else the sim run's env's."""
     import gymnasium as gym
-
-    from sim import make_env
 
     if "action_bounds" in state:
         low, high = state["action_bounds"]
@@ -123,9 +122,6 @@ def start_from_sim_run(agent: Any, cfg: Config, train: Any, state: dict[str, Any
     """A new fine-tuning run's agent: the sim run's (its critics handed over without their privileged inputs
     when it trained with ``--asymmetric-critic``; with ``--fresh-agent`` its networks as initialised), the
     critics alone learning for ``--critic-warmup-updates``."""
-    from agents.errors import AgentError
-    from agents.sim_to_robot import load_sim_into_robot_sac
-
     if cfg.fresh_agent:
         print(f"finetune: a fresh agent with the networks of {cfg.from_run}, not its weights (--fresh-agent)")
     elif getattr(train, "asymmetric_critic", False):
@@ -172,7 +168,6 @@ def sim_policy_run_info(run_dir: Path) -> dict[str, Any] | None:
     path = run_dir / "policy.pt"
     if not path.is_file():
         return None
-    from agents.export import load_policy
 
     run = load_policy(path).run
     return {**run, "fine_tuned_from": str(run_dir)} if run else None

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from robot.config import LeRobotEnvConfig
+from sim.so101.tasks import TASKS
 from vlmrl.deployment.robot_env import RobotConfigT, RobotEnvConfig
 from vlmrl.errors import ConfigError
 
@@ -211,8 +212,6 @@ def episode_steps_of(sim: Any) -> int | None:
 
 def task_default_steps(suite: str, task: str | None) -> int | None:
     """The default episode length of an SO-101 twin task (None for other suites or unknown tasks)."""
-    from sim.so101.tasks import TASKS
-
     if suite == "so101" and task in TASKS:
         return int(TASKS[task]().default_max_steps)
     return None

@@ -12,8 +12,13 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-from robot.config import ArmConfig, LeRobotEnvConfig
-from sim.so101.tasks import TaskName
+from robot.arms import arm_for
+from robot.config import ArmConfig, LeRobotEnvConfig, env_config_for_arm
+from robot.contract import env_spec
+from robot.lerobot_env import LeRobotEnv
+from robot.lerobot_robot import make_robot
+from sim.so101.kinematics import forward_kinematics
+from sim.so101.tasks import TASKS, TaskName
 from vlmrl.errors import ConfigError
 
 
@@ -71,13 +76,7 @@ def make_robot_env(
     Raises:
         RobotError: a bad robot config (unknown type, missing port...).
     """
-    from robot.arms import arm_for
-    from robot.config import env_config_for_arm
-    from robot.lerobot_env import LeRobotEnv
-    from robot.lerobot_robot import make_robot
     from sim.lerobot_twin import home_action, make_sim_so101
-    from sim.so101.kinematics import forward_kinematics
-    from sim.so101.tasks import TASKS
 
     env_cfg = cfg.env
     if cfg.task and env_cfg.task_description == LeRobotEnvConfig().task_description:
@@ -109,8 +108,6 @@ def make_robot_env(
 
 def check_policy_fits(policy_obs: dict[str, tuple[tuple[int, ...], np.dtype]], env: Any, source: str) -> None:
     """Raise ConfigError unless the env provides every observation the policy reads, same shape and dtype."""
-    from robot.contract import env_spec
-
     spec = env_spec(env)
     for key, (shape, dtype) in policy_obs.items():
         if key not in spec.obs:

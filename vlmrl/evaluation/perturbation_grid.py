@@ -26,7 +26,13 @@ from typing import Any
 
 import numpy as np
 
+from sim.config import RandomizeConfig
+from sim.factory import make_env
+from sim.randomization import FACTORS, HELD_OUT_MAGNITUDE, PRESETS, Perturbation, draw, episode_generator
+from vlm import scorer_prompt
+from vlm.score_calibration import roc_auc
 from vlmrl.errors import ConfigError
+from vlmrl.scorers.evaluation import dense_windows, window_clip, window_labels
 
 HELD_OUT_SEED_BASE = 2_000_000
 """Start states of the grid: above every training seed and apart from the training evaluation's seeds
@@ -76,8 +82,6 @@ class GridResult:
 
 def grid_rows(spec: GridSpec) -> dict[str, Any]:
     """Row name -> the ``sim.randomization.Ranges`` it draws from (None: nominal)."""
-    from sim.randomization import FACTORS, PRESETS
-
     if spec.perturb not in PRESETS or spec.perturb == "none":
         presets = [p for p in PRESETS if p != "none"]
         raise ConfigError(f"{spec.flag} {spec.perturb!r}: unknown preset; expected one of {presets}")
@@ -110,8 +114,6 @@ def run_row(
 ) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
     """Episodes of one row: per-episode results and the first frames of the first ``views`` episodes;
     with ``scorer_view``, each episode's frames for the scorer are appended to it."""
-    from sim.config import RandomizeConfig
-    from sim.randomization import HELD_OUT_MAGNITUDE, Perturbation, draw, episode_generator
     from sim.so101.arm import CAMERAS
 
     # Calibrated cameras whose files store their uncertainty get ranges of that size, as in training.
@@ -182,8 +184,6 @@ def run_grid(
         ConfigError: an unknown preset or factor (one line); a scorer that refuses the frames raises its
             own one-line error.
     """
-    from vlm import scorer_prompt
-
     rows_spec = grid_rows(spec)
     view = None
     if scorer is not None:
@@ -225,8 +225,6 @@ def window_scores(
     scorer: Any, prompt: str, view: ScorerView, length: int, stride: int, batch_size: int = 64
 ) -> tuple[np.ndarray, np.ndarray]:
     """(scores, labels) of every window of the episodes in ``view`` (``vlmrl score --evaluate``'s windows)."""
-    from vlmrl.scorers.evaluation import dense_windows, window_clip, window_labels
-
     scores, labels = [], []
     for episode, (frames, info) in enumerate(view.episodes):
         refs = dense_windows(episode, len(frames), length, stride, f"pixels/{view.camera}")
@@ -239,8 +237,6 @@ def window_scores(
 
 def auc_or_none(scores: np.ndarray, labels: np.ndarray) -> float | None:
     """ROC-AUC of the scores, None when the windows are all of one class."""
-    from vlm.score_calibration import roc_auc
-
     labels = np.asarray(labels, bool)
     return roc_auc(scores, labels) if 0 < labels.sum() < len(labels) else None
 
@@ -357,8 +353,6 @@ def add_to_train_report(
     (``episodes`` per row, views of 2 per row), written as ``perturbed.md``, ``perturbed.json`` and
     ``perturbed_views.png`` in the run directory, the table appended to ``report.md``."""
     from agents.export import load_policy
-    from sim.config import RandomizeConfig
-    from sim.factory import make_env
 
     spec = GridSpec(perturb=preset, episodes=episodes, views=2, flag="--evaluate-perturb")
     env = make_env(dataclasses.replace(sim_cfg, randomize=RandomizeConfig()))  # the grid draws its own

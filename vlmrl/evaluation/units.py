@@ -19,8 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from robot.config import ArmConfig, LeRobotEnvConfig
+from sim.config import joint_delta_scale
 from vlmrl.errors import ConfigError
-from vlmrl.evaluation.perturbation_grid import row_figures
+from vlmrl.evaluation.perturbation_grid import row_figures, write_views
 
 FAST_CONTROL_HZ = 10_000.0
 """Loop rate of the units' envs: the twin is stepped in lockstep, so the loop need not wait for real time."""
@@ -59,8 +61,6 @@ def run_units(
 ) -> UnitsResult:
     """Run ``policy`` (an exported policy, ``source`` naming it) on the twin of each unit in ``names`` over
     ``seeds``; each unit's clipped commands go to ``out_dir/units/<name>/safety.jsonl``."""
-    from robot.config import ArmConfig, LeRobotEnvConfig
-    from sim.config import joint_delta_scale
     from sim.units import NOMINAL, UNITS
     from vlmrl.deployment.policy_episodes import fit_to_policy, refuse_privileged, run_policy_episode
     from vlmrl.deployment.robot_env import RobotEnvConfig, check_policy_fits, make_robot_env
@@ -134,8 +134,6 @@ def markdown_table(result: UnitsResult, seeds: list[int]) -> str:
 
 def write_units(result: UnitsResult, seeds: list[int], out_dir: Path, extra: dict[str, Any]) -> list[Path]:
     """``units.md``, ``units.json`` and, with views, ``unit_views.png`` in ``out_dir``; returns their paths."""
-    from vlmrl.evaluation.perturbation_grid import write_views
-
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "units.md").write_text(markdown_table(result, seeds))
     record = {**extra, "seeds": seeds, "units": result.units, "summary": result.summary, "rows": result.rows}

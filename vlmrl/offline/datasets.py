@@ -21,7 +21,11 @@ from typing import Any
 
 import numpy as np
 
+from buffer import BufferConfig, make_buffer
 from buffer.batch import Batch
+from buffer.metadata import read_store_metadata
+from sim.errors import SimError
+from sim.so101.scripted import ScriptedPolicy
 from vlmrl.errors import ConfigError
 
 AUX_PREFIX = "aux_reward/"
@@ -78,8 +82,6 @@ def load_episodes(path: Path, obs_keys: Sequence[str] | None = None) -> Episodes
         ConfigError: not a dataset, no episodes, no actions, NaN/inf values, or ``obs_keys`` it lacks;
             one line naming the path and what was wrong.
     """
-    from buffer import BufferConfig, make_buffer
-
     path = Path(path)
     attrs: dict[str, Any] = {}
     if (path / "meta" / "info.json").is_file():
@@ -90,8 +92,6 @@ def load_episodes(path: Path, obs_keys: Sequence[str] | None = None) -> Episodes
         capacity = int(LeRobotReader(path).info.get("total_frames", 0)) + 16
         storage_kind, store_path = "memory", None
     elif (path / "zarr.json").is_file():
-        from buffer.metadata import read_store_metadata
-
         meta = read_store_metadata(path)  # one-line BufferError for malformed or foreign metadata
         obs_spec, action_dim, info_keys = dict(meta.obs_spec), meta.action_dim, tuple(meta.info_keys)
         capacity = meta.capacity
@@ -341,9 +341,6 @@ def mixed_quality_episodes(
     """Episodes of the SO-101 twin's scripted expert, of the expert with Gaussian action noise, and of
     uniform-random actions (in that order; seeds ``seed``, ``seed + 1``, ...). ``noise_std`` is in units
     of half the action range; where noise has pushed the arm out of the expert's IK, the step holds still."""
-    from sim.errors import SimError
-    from sim.so101.scripted import ScriptedPolicy
-
     policy = ScriptedPolicy(env)
     rng = np.random.default_rng(seed)
     low, high = env.action_space.low, env.action_space.high

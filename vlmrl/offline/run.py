@@ -27,7 +27,13 @@ from typing import Any, Literal
 import numpy as np
 
 from agents.config import IQLConfig
+from agents.export import export_policy
+from agents.iql import IQL
+from buffer.metadata import read_store_metadata
+from sim.config import SimConfig, stored_sim_settings
+from sim.factory import make_env
 from vlmrl.errors import ConfigError
+from vlmrl.evaluation.episodes import eval_seeds, evaluate
 from vlmrl.loop.checkpoint import load_torch_file
 from vlmrl.offline.datasets import Episodes, OfflineDataset, label_rewards, load_episodes, split_episodes
 
@@ -119,8 +125,6 @@ class OfflineRun:
     def __init__(self, cfg: OfflineConfig, run_dir: Path) -> None:
         import gymnasium as gym
 
-        from agents.iql import IQL
-
         self.cfg, self.run_dir = cfg, run_dir
         keys = available_keys(cfg.data)
         self.obs_keys = select_obs_keys(cfg.policy_obs, keys, str(cfg.data))
@@ -166,8 +170,6 @@ class OfflineRun:
     def evaluate(self) -> dict[str, float]:
         """Twin success rate when the data came from the twin; the held-out metrics otherwise."""
         if self.env is not None:
-            from vlmrl.evaluation.episodes import eval_seeds, evaluate
-
             result = evaluate(self.env, self.agent.act, eval_seeds(self.cfg.seed, self.cfg.eval_episodes))
             return result.as_dict()
         return heldout_metrics(self.agent, self.episodes, self.held_ids, with_values=not self.cfg.agent.bc)
@@ -199,8 +201,6 @@ class OfflineRun:
 
     def finish(self, elapsed_s: float) -> dict[str, Path]:
         """policy.pt, curves.png and report.md."""
-        from agents.export import export_policy
-
         outputs = {"checkpoint": self.run_dir / "checkpoint.pt"}
         outputs["policy"] = export_policy(self.agent, self.run_dir / "policy.pt")
         if self.history:
@@ -260,8 +260,6 @@ def available_keys(path: Path) -> list[str]:
 
         return list(lerobot_spec(path)[0])
     if (path / "zarr.json").is_file():
-        from buffer.metadata import read_store_metadata
-
         return list(read_store_metadata(path).obs_spec)  # one-line BufferError for malformed metadata
     # load_episodes names what is wrong with the path.
     return list(load_episodes(path).obs)
@@ -287,9 +285,6 @@ def twin_env(episodes: Episodes, obs_keys: list[str], run_dir: Path) -> Any:
     attrs = episodes.attrs
     cameras_needed = any(k.startswith("pixels/") for k in obs_keys)
     if "sim_config" in attrs:
-        from sim.config import SimConfig, stored_sim_settings
-        from sim.factory import make_env
-
         sim = stored_sim_settings(dict(attrs["sim_config"]))
         sim["cameras"] = tuple(sim.get("cameras", ())) if cameras_needed else ()
         return make_env(SimConfig(**sim))

@@ -31,6 +31,7 @@ from vlm.config import (
 )
 from vlmrl.config_ranges import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, SEED, UNIT, check_ranges, register
 from vlmrl.errors import ConfigError
+from vlmrl.evaluation.perturbation_grid import check_train_grid
 from vlmrl.loop.replays import REPLAYS
 from vlmrl.online.recipes import RecipeName
 from vlmrl.scorers.choice import ScorerChoice
@@ -243,7 +244,6 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
     check_ranges(cfg)  # every numeric option within its range first (issue #36)
     if cfg.total_steps < 1 or cfg.batch_size < 1 or cfg.eval_episodes < 1:
         raise ConfigError("total_steps, batch_size and eval_episodes must be >= 1")
-    from vlmrl.evaluation.perturbation_grid import check_train_grid
 
     check_train_grid(cfg.evaluate_perturb, cfg.sim.suite)
     if cfg.eval_every_steps < 1 or cfg.checkpoint_every_steps < 1:

@@ -21,8 +21,15 @@ from typing import Any, Literal
 
 import numpy as np
 
+from agents.errors import AgentError
+from agents.export import load_policy
+from agents.handover import load_iql_into_sac, sac_config_for
+from agents.sac import SAC
+from buffer.metadata import read_store_metadata
+from sim.config import SimConfig, stored_sim_settings
 from vlmrl.errors import ConfigError
-from vlmrl.offline.run import OfflineConfig, config_from_dict, is_offline_run
+from vlmrl.offline.run import OfflineConfig, config_from_dict, dataclass_from_dict, is_offline_run
+from vlmrl.online.config import TrainConfig
 
 ONLINE_DIR = "online"
 """Where ``--then-online`` puts the online run, inside the offline run's directory."""
@@ -55,9 +62,6 @@ def load_offline_agent(run_dir: Path, flag: str) -> OfflineAgent:
     """The agent of an offline run directory; ConfigError naming ``flag`` and the file when it is not one."""
     import torch
 
-    from agents.errors import AgentError
-    from agents.export import load_policy
-
     run_dir = Path(run_dir)
     if not is_offline_run(run_dir):
         raise ConfigError(f"{flag} {run_dir}: not an offline run directory (no offline_config.json)")
@@ -83,9 +87,6 @@ def load_offline_agent(run_dir: Path, flag: str) -> OfflineAgent:
 def sac_for(offline: OfflineAgent, base: Any, action_space: Any, seed: int) -> Any:
     """A SAC of config ``base`` (network fields taken from the offline agent) started from the offline
     agent; AgentError in one line when ``action_space`` is not the one the agent was trained in."""
-    from agents.handover import load_iql_into_sac, sac_config_for
-    from agents.sac import SAC
-
     sac = SAC(
         dataclasses.replace(sac_config_for(offline.config.agent, base), seed=seed),
         offline.obs_spec,
@@ -109,8 +110,6 @@ def online_config(cfg: Any, offline_dir: Path, steps: int) -> Any:
     Raises:
         ConfigError: the data has no stored sim config (``twin_sim_config``).
     """
-    from vlmrl.online.config import TrainConfig
-
     offline = load_offline_agent(offline_dir, "--then-online")
     defaults = TrainConfig()
     return dataclasses.replace(
@@ -136,10 +135,6 @@ def twin_sim_config(data: Path) -> Any:
         ConfigError: the data has none (recorded on a robot, or a LeRobotDataset): the online part of
             that data runs with `vlmrl finetune --from`.
     """
-    from buffer.metadata import read_store_metadata
-    from sim.config import SimConfig, stored_sim_settings
-    from vlmrl.offline.run import dataclass_from_dict
-
     sim = read_store_metadata(data).record.get("sim_config") if (Path(data) / "zarr.json").is_file() else None
     if not sim:
         raise ConfigError(
@@ -159,9 +154,6 @@ def finetune_state(run_dir: Path) -> dict[str, Any]:
         ConfigError: not an offline run, or one whose policy reads the sim's state (no robot gives it).
     """
     import gymnasium as gym
-
-    from sim.config import SimConfig
-    from vlmrl.online.config import TrainConfig
 
     offline = load_offline_agent(run_dir, "--from")
     if offline.policy_obs != "robot":

@@ -9,6 +9,8 @@ import numpy as np
 
 from buffer.clips import plan_episode_clips, scores_per_step
 from buffer.config import BufferConfig
+from sim.video import write_video
+from vlm import Clip
 from vlmrl.evaluation.episodes import EpisodeRecord, EvalResult
 from vlmrl.online.recipes import recipe_settings
 from vlmrl.scorers.car_reward import report_lines as car_report_lines
@@ -25,8 +27,6 @@ def clip_scores_for_episode(
     Clips and the steps each score covers follow the clip rule (``buffer.clips``): frame t shows the score
     of the clip whose span covers it, as the replay priorities do.
     """
-    from vlm import Clip
-
     frames = np.stack(record.frames)
     info = {k: np.asarray(v, np.float32) for k, v in record.info.items()}
     plan = plan_episode_clips(len(frames), length, stride)
@@ -56,8 +56,6 @@ def write_eval_video(
     final: EvalResult, scorer: Any, prompt: str, buffer_cfg: BufferConfig, path: Path
 ) -> Path | None:
     """mp4 of the recorded evaluation episodes, each frame labelled with its clip score and progress."""
-    from sim.video import write_video
-
     recorded = [e for e in final.episodes if e.frames]
     if not recorded:
         return None

@@ -22,12 +22,17 @@ import gymnasium as gym
 import numpy as np
 
 from agents.export import export_onnx, export_policy
+from agents.handover import load_iql_into_sac, sac_config_for
 from agents.sac import SAC
+from buffer.io.recorded import load_prior_episodes
+from buffer.metadata import read_store_metadata
 from buffer.samplers.prior_mix import PriorMixSampler
+from buffer.storage.integrity import describe_skipped
 from robot.contract import JOINT_KEYS, PIXELS_PREFIX, STATE_KEY, env_spec
 from sim import make_env
-from vlm import Scorer
-from vlmrl.actors.env_actor import POLICY_VERSION_KEY
+from sim.experts import make_expert
+from vlm import Scorer, check_reachable
+from vlmrl.actors.env_actor import POLICY_VERSION_KEY, PolicySpec
 from vlmrl.deployment.policy_episodes import policy_run_info
 from vlmrl.errors import ConfigError
 from vlmrl.evaluation.episodes import EvalResult, eval_seeds, evaluate
@@ -36,8 +41,10 @@ from vlmrl.loop.checkpoint import load_checkpoint, memory_buffer_path, save_chec
 from vlmrl.loop.learner import LoopState, UpdatePlan
 from vlmrl.loop.sources import EnvEpisodes, StagedSteps
 from vlmrl.online.config import TrainConfig, check_config, resolve_buffer_config, resolved_dict
+from vlmrl.online.offline_handover import load_offline_agent
 from vlmrl.online.progress import TrainProgress
 from vlmrl.online.report import write_report
+from vlmrl.scorers.car_reward import wrap_with_program
 from vlmrl.scorers.choice import ready_scorer
 
 __all__ = ["LoopState", "Trainer", "check_config", "default_run_dir", "policy_keys", "resolve_buffer_config"]
@@ -82,8 +89,6 @@ class Trainer:
         self.eval_env = make(cfg.sim)
         self.car: Any = None  # the Code-as-Reward wrapper (issue #17) when cfg.reward_program is set
         if cfg.reward_program is not None:
-            from vlmrl.scorers.car_reward import wrap_with_program
-
             self.car = self.env = wrap_with_program(
                 self.env, cfg.reward_program, cfg.sim.task, cfg.reward_program_mode,
                 cfg.reward_program_weight, run_dir, resuming=checkpoint is not None,
@@ -171,9 +176,6 @@ class Trainer:
     # ------------------------------------------------------------------------------------ building
     def _start_from_offline_agent(self, agent: SAC) -> None:
         """Hand the ``--agent-from`` offline run's IQL networks over to this run's SAC (``agents.handover``)."""
-        from agents.handover import load_iql_into_sac
-        from vlmrl.online.offline_handover import load_offline_agent
-
         run_dir = self.cfg.agent_from
         assert run_dir is not None
         offline = load_offline_agent(run_dir, "--agent-from")
@@ -215,14 +217,9 @@ class Trainer:
         """A new run; refuses a directory that already holds a checkpoint (use --resume)."""
         check_config(cfg)
         if cfg.agent_from is not None:  # the networks are the offline agent's (config.json says so)
-            from agents.handover import sac_config_for
-            from vlmrl.online.offline_handover import load_offline_agent
-
             offline = load_offline_agent(cfg.agent_from, "--agent-from")
             cfg = dataclasses.replace(cfg, agent=sac_config_for(offline.config.agent, cfg.agent))
         if cfg.sim.cameras and scorer is None:
-            from vlm import check_reachable
-
             check_reachable(cfg.scorer)  # before anything is written
         run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg)
         if (run_dir / "checkpoint").exists():
@@ -330,7 +327,6 @@ class Trainer:
         if not cfg.actors:
             ramp = self._randomize_ramp if cfg.randomize_ramp_steps else None
             return EnvEpisodes(self.env, self.buffer, self.stored_keys, seed_base, reset_options=ramp)
-        from vlmrl.actors.env_actor import PolicySpec
         from vlmrl.actors.ray_source import ActorEpisodes, connect  # imports Ray: only with --actors
 
         connect(cfg.ray.address)
@@ -355,8 +351,6 @@ class Trainer:
 
     def _add_demonstrations(self) -> None:
         """Put the scripted expert's episodes in the buffer (once per run, before the first step)."""
-        from sim.experts import make_expert
-
         cfg, state = self.cfg, self.state
         expert = make_expert(self.env)
         staged = StagedSteps()
@@ -396,9 +390,6 @@ class Trainer:
 
     def _add_prior_data(self, path: Path) -> None:
         """Copy the intact episodes of a recorded store into the buffer as prior data (once per run)."""
-        from buffer.io.recorded import load_prior_episodes
-        from buffer.storage.integrity import describe_skipped
-
         mix = self.buffer.sampler if isinstance(self.buffer.sampler, PriorMixSampler) else None
         if mix is not None:
             mix.mark_prior(True)
@@ -538,8 +529,6 @@ def check_prior_data(path: Path, obs_spec: dict[str, Any], action_dim: int, acti
     """ConfigError in one line unless the store at ``path`` holds the arrays this run stores, by key name,
     and actions of this run's kind: a recording says its ``action_mode`` (``vlmrl record``: absolute
     joint targets), and its actions would mean something else to a run of another ``--sim.action-mode``."""
-    from buffer.metadata import read_store_metadata
-
     if not Path(path).exists():
         raise ConfigError(f"--prior-data {path}: no such store")
     meta = read_store_metadata(path)  # one-line BufferError for anything that is not a vlmrl store

@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from robot.signals import interrupt_on_signals
 from sim.config import joint_delta_scale
+from sim.video import write_video
 from vlmrl.deployment.policy_episodes import (
     clip_counts_line,
     describe_run,
@@ -73,8 +75,6 @@ def fit_to_policy(cfg: Config, run: dict[str, Any], reads_pixels: bool) -> Confi
 def main(cfg: Config) -> int:
     """Run ``cfg.episodes`` episodes of the policy; returns 0 (errors raise the package error types)."""
     from agents.export import load_policy
-    from robot.signals import interrupt_on_signals
-    from sim.video import write_video
 
     if cfg.episodes < 1:
         raise ConfigError(f"--episodes {cfg.episodes}: expected at least 1")

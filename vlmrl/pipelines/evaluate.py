@@ -28,8 +28,12 @@ from typing import Annotated, Any
 
 import tyro
 
+from sim.config import SimConfig, stored_sim_settings
+from sim.factory import make_env
 from vlmrl.errors import ConfigError
-from vlmrl.evaluation.perturbation_grid import GridSpec, markdown_table, run_grid, write_grid
+from vlmrl.evaluation.perturbation_grid import GridSpec, grid_rows, markdown_table, run_grid, write_grid
+from vlmrl.evaluation.units import markdown_table as units_table
+from vlmrl.evaluation.units import run_units, unit_names, write_units
 from vlmrl.run_dir import write_config
 from vlmrl.scorers.choice import parse_scorer, ready_scorer
 
@@ -75,8 +79,6 @@ class Config:
 
 def sim_config_for(run: dict[str, Any], cfg: Config) -> Any:
     """The nominal twin the policy was trained in (``policy_run_info``), for ``cfg``'s episode length."""
-    from sim.config import SimConfig, stored_sim_settings
-
     if not run:
         raise ConfigError(
             f"policy {cfg.policy} does not record how it was trained (task, cameras, image size): "
@@ -115,9 +117,7 @@ def grid_spec(cfg: Config) -> GridSpec:
 def main(cfg: Config) -> int:
     """Run the grid and write the table, the JSON and the picture; returns 0."""
     from agents.export import load_policy
-    from sim.factory import make_env
     from vlmrl.deployment.robot_env import check_policy_fits
-    from vlmrl.evaluation.perturbation_grid import grid_rows
 
     if cfg.episodes < 1:
         raise ConfigError(f"--episodes {cfg.episodes}: expected at least 1")
@@ -178,8 +178,6 @@ def main(cfg: Config) -> int:
 def evaluate_units(cfg: Config, spec: GridSpec) -> int:
     """``--robot.unit``: the policy on the twin's units (``vlmrl.evaluation.units``); returns 0."""
     from agents.export import load_policy
-    from vlmrl.evaluation.units import markdown_table as units_table
-    from vlmrl.evaluation.units import run_units, unit_names, write_units
 
     names = unit_names(cfg.units)
     if cfg.scorer is not None:

@@ -55,7 +55,11 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
+from agents.export import export_policy
+from agents.sim_to_robot import estimate_dim_of
 from buffer.config import BufferConfig
+from robot.config import LeRobotEnvConfig
+from robot.signals import interrupt_on_signals
 from sim.config import ScriptedOperatorConfig
 from vlm.config import WorkerConfig
 from vlmrl.actors.env_actor import POLICY_VERSION_KEY
@@ -86,6 +90,7 @@ from vlmrl.loop.assembly import ScoringSpec, StoreSpec, build_agent, build_learn
 from vlmrl.loop.checkpoint import checkpoint_to_resume, save_checkpoint
 from vlmrl.loop.learner import UpdatePlan
 from vlmrl.loop.sources import ROBOT_INFO_KEYS
+from vlmrl.offline.run import is_offline_run
 from vlmrl.online.config import RayConfig
 from vlmrl.run_dir import NewPaths, write_config
 
@@ -169,8 +174,6 @@ def fit_to_sim_run(cfg: Config, train: Any, offline: bool = False) -> Config:
         ConfigError: an option given and not the run's, or a run whose actions are neither joint targets nor
             joint deltas (``--sim.action-mode ee_delta``).
     """
-    from robot.config import LeRobotEnvConfig
-
     sim = train.sim
     if sim.action_mode not in ("absolute", "delta"):
         raise ConfigError(
@@ -206,11 +209,6 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
             built from the ``ArmConfig`` without editing the package.
     """
     import torch
-
-    from agents.export import export_policy
-    from agents.sim_to_robot import estimate_dim_of
-    from robot.signals import interrupt_on_signals
-    from vlmrl.offline.run import is_offline_run
 
     if cfg.episodes < 1:
         raise ConfigError(f"--episodes {cfg.episodes}: expected at least 1")

@@ -16,8 +16,11 @@ from typing import Annotated, Any
 
 import tyro
 
+from vlm.backends.learned import load_learned
+from vlm.config import LearnedConfig
 from vlmrl.config_ranges import check_ranges
 from vlmrl.errors import ConfigError
+from vlmrl.evaluation.perturbation_grid import add_to_train_report
 from vlmrl.online.config import RayConfig, ReplayMode, ScorerChoice, TrainConfig, resolved_dict
 from vlmrl.online.recipes import describe, overridden, recipe_changes, recipe_config
 from vlmrl.online.resume_check import RESUME_OPTIONS, check_args, resume_or_finished
@@ -110,13 +113,10 @@ def sim_size_for_learned_scorer(cfg: TrainConfig) -> TrainConfig:
     then scores the frames it learned from. The policy's own image size (``--agent.pixel.image-size``)
     is separate and unchanged. A size given on the command line is kept (the scorer refuses it in one
     line unless ``--scorer.resize``)."""
-    from vlm.config import LearnedConfig
-
     if not isinstance(cfg.scorer, LearnedConfig) or cfg.sim.image_size != TrainConfig().sim.image_size:
         return cfg
     if not Path(cfg.scorer.path).is_file():
         return cfg  # the scorer's own one-line error follows
-    from vlm.backends.learned import load_learned
 
     height, width = (int(v) for v in load_learned(cfg.scorer.path)[0]["image_hw"])
     if height != width or height == cfg.sim.image_size:
@@ -186,8 +186,6 @@ def run(cfg: TrainConfig, scorer: Any = None, env_factory: Any = None) -> RunRes
     started = time.monotonic()
     outputs = trainer.run()
     if trainer.cfg.evaluate_perturb and trainer.state.step >= trainer.cfg.total_steps:
-        from vlmrl.evaluation.perturbation_grid import add_to_train_report
-
         outputs.update(
             add_to_train_report(
                 trainer.run_dir,

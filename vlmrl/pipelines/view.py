@@ -22,8 +22,12 @@ from typing import Annotated, Any
 
 import tyro
 
+from buffer.storage.integrity import describe_skipped
 from vlmrl.errors import ConfigError
-from vlmrl.view.frames import FrameFormat
+from vlmrl.scorers.labels import LabelFile, default_annotator
+from vlmrl.view.frames import FrameFormat, FrameImages
+from vlmrl.view.server import Server, build_app
+from vlmrl.view.source import EpisodeStore, clip_settings, locate
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,11 +60,6 @@ def open_viewer(cfg: Config) -> tuple[Any, Any]:
     Raises:
         ConfigError, BufferError: a bad path or option, or a store that cannot be opened (one line).
     """
-    from vlmrl.scorers.labels import LabelFile, default_annotator
-    from vlmrl.view.frames import FrameImages
-    from vlmrl.view.server import build_app
-    from vlmrl.view.source import EpisodeStore, clip_settings, locate
-
     if any(v is not None and v < 1 for v in (cfg.clip_length, cfg.clip_stride)):
         raise ConfigError("--clip-length and --clip-stride must be at least 1")
     if cfg.cache_mb < 1:
@@ -87,9 +86,6 @@ def open_viewer(cfg: Config) -> tuple[Any, Any]:
 
 def main(cfg: Config) -> int:
     """Serve until Ctrl-C; returns 0."""
-    from buffer.storage.integrity import describe_skipped
-    from vlmrl.view.server import Server
-
     app, store = open_viewer(cfg)
     try:
         n = len(store.episode_ids())

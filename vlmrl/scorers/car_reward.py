@@ -18,16 +18,23 @@ import gymnasium as gym
 import numpy as np
 
 from robot.contract import JOINT_KEYS, STATE_KEY
+from sim import make_env
 from sim.config import SimConfig
 from sim.so101 import geometry
 from sim.so101.env import STATE_NAMES
+from sim.so101.scripted import ScriptedPolicy
 from vlm.reward_program import (
+    ROBOT_FIELDS,
+    ProgramFileError,
     RewardProgram,
     Sandbox,
     SandboxConfig,
     SandboxError,
     SubtaskResult,
     dense_reward,
+    load_program,
+    save_program,
+    verification_problem,
 )
 from vlmrl.errors import ConfigError
 
@@ -92,9 +99,6 @@ def collect_episodes(
     sim: SimConfig, policy: Literal["expert", "random"], episodes: int, seed: int
 ) -> list[Episode]:
     """Run the twin's scripted expert or a uniform-random policy; state only, nothing rendered."""
-    from sim import make_env
-    from sim.so101.scripted import ScriptedPolicy
-
     if sim.suite != "so101":
         raise ConfigError(
             f"reward programs are verified on the SO-101 twin (--sim.suite so101), not {sim.suite!r}"
@@ -205,8 +209,6 @@ class CaRReward(gym.Wrapper):
 def check_program_target(program: RewardProgram, runs_on_robot: bool, where: str) -> None:
     """Refuse a privileged program where the reward would be computed on a real arm (sim shaping is fine)."""
     if runs_on_robot and program.privileged:
-        from vlm.reward_program import ROBOT_FIELDS
-
         extra = sorted(program.fields - ROBOT_FIELDS)
         raise ConfigError(
             f"{where}: the reward program reads simulation-only fields {extra}, which a real arm does not provide; "
@@ -288,8 +290,6 @@ def wrap_with_program(
     run kept when it started."""
     from pathlib import Path
 
-    from vlm.reward_program import load_program, save_program, verification_problem
-
     if mode not in ("replace", "add"):
         raise ConfigError(f"reward_program_mode must be 'add' or 'replace', got {mode!r}")
     if weight < 0:
@@ -314,8 +314,6 @@ def wrap_with_program(
 def report_lines(run_dir: Any, train_log: Sequence[dict[str, float]]) -> list[str]:
     """The run report's CaR section from the run directory's program copy ([] for runs without one)."""
     from pathlib import Path
-
-    from vlm.reward_program import ProgramFileError, load_program
 
     copy = Path(run_dir) / REWARD_PROGRAM_FILE
     if not copy.exists():

@@ -31,7 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from buffer.clips import ClipRef
+from buffer import BufferConfig, make_buffer
+from buffer.clips import ClipRef, clip_span
+from buffer.metadata import read_store_metadata
+from vlm import Clip
+from vlm.score_calibration import accuracy, expected_calibration_error, roc_auc
+from vlmrl.errors import ConfigError
 from vlmrl.scorers.choice import parse_scorer, ready_scorer
 
 
@@ -88,8 +93,6 @@ def scorer_threshold(scorer: Any) -> float:
 
 def figures(scores: np.ndarray, labels: np.ndarray, threshold: float) -> dict[str, float]:
     """AUC, accuracy at ``threshold`` and ECE of ``scores`` against boolean ``labels``."""
-    from vlm.score_calibration import accuracy, expected_calibration_error, roc_auc
-
     return {
         "auc": roc_auc(scores, labels),
         "threshold": threshold,
@@ -154,9 +157,6 @@ class Recording:
     RAM through ``buffer.io``), with their per-row info (``success``, ``progress``) and task sentence."""
 
     def __init__(self, path: Path, camera: str | None = None) -> None:
-        from buffer import BufferConfig, make_buffer
-        from vlmrl.errors import ConfigError
-
         self.path = path
         if not path.exists():
             raise ConfigError(f"EPISODES {path}: no such file or directory")
@@ -172,8 +172,6 @@ class Recording:
                 reader.first_task(),
             )
         elif (path / "zarr.json").is_file():
-            from buffer.metadata import read_store_metadata
-
             meta = read_store_metadata(path)  # one-line BufferError for malformed metadata
             obs_spec, action_dim, info_keys, capacity = (
                 meta.obs_spec,
@@ -231,8 +229,6 @@ class Recording:
 def window_labels(success: np.ndarray, refs: list[ClipRef]) -> np.ndarray:
     """bool per window: success info set by the end of the steps its score covers (``buffer.clips.clip_span``),
     the rule ``vlmrl score --fit-score-calibration`` labels clips by."""
-    from buffer.clips import clip_span
-
     reached = np.maximum.accumulate(np.asarray(success) > 0)
     last_row = len(reached) - 1
     return np.array([reached[clip_span(r.start, r.length, r.stride, last_row)[1]] for r in refs], bool)
@@ -240,8 +236,6 @@ def window_labels(success: np.ndarray, refs: list[ClipRef]) -> np.ndarray:
 
 def window_clip(frames: np.ndarray, info: dict[str, np.ndarray], ref: ClipRef, reverse: bool = False) -> Any:
     """The ``vlm.Clip`` of one window of an episode's arrays; ``reverse`` plays it backwards (rewound)."""
-    from vlm import Clip
-
     idx = ref.start + np.arange(ref.length) * ref.stride
     if reverse:
         idx = idx[::-1]
@@ -251,8 +245,6 @@ def window_clip(frames: np.ndarray, info: dict[str, np.ndarray], ref: ClipRef, r
 def collect_windows(source: Any, length: int, stride: int) -> Windows:
     """Every episode's windows and labels (``dense_windows``, ``window_labels``); one-line ConfigError
     when the recording stores no success info or its windows are all of one class."""
-    from vlmrl.errors import ConfigError
-
     if "success" not in source.info_keys:
         raise ConfigError(
             f"--evaluate: {source.path} stores no per-step success info to label clips with "
@@ -327,8 +319,6 @@ def markdown_table(rows: list[dict[str, Any]], n_successful: int, n_episodes: in
 
 def run_evaluation(cfg: Any) -> int:
     """`vlmrl score --evaluate`: the scorer and every ``--compare`` scorer on the same windows."""
-    from vlmrl.errors import ConfigError
-
     configs = [cfg.scorer] + [parse_scorer(spec) for spec in cfg.compare]
     source = Recording(cfg.episodes, cfg.camera)
     try:

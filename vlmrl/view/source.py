@@ -21,7 +21,11 @@ from typing import Any, Literal
 
 import numpy as np
 
+from buffer import BufferConfig, make_buffer
 from buffer.errors import BufferError
+from buffer.metadata import read_store_metadata
+from buffer.spec import build_specs
+from buffer.storage.memory import MemoryStorage
 from vlmrl.errors import ConfigError
 from vlmrl.loop.checkpoint import load_torch_file
 from vlmrl.scorers.labels import SUFFIX, labels_path_for
@@ -91,8 +95,6 @@ def _open_storage(located: Located) -> tuple[Any, dict[str, Any], list[int] | No
     """(storage, the recording's attributes, dataset episode index of each episode or None, episodes
     left out on import -> why)."""
     if located.kind == "zarr":
-        from buffer.metadata import read_store_metadata
-        from buffer.spec import build_specs
         from buffer.storage.zarr_store import ZarrStorage
 
         meta = read_store_metadata(located.store)  # one-line BufferError for malformed metadata
@@ -105,11 +107,8 @@ def _open_storage(located: Located) -> tuple[Any, dict[str, Any], list[int] | No
         )
         return storage, dict(meta.record), None, {}
     if located.kind == "snapshot":
-        from buffer.storage.memory import MemoryStorage
-
         storage = MemoryStorage.load(located.store)
         return storage, dict(getattr(storage, "attrs", {}) or {}), None, {}
-    from buffer import BufferConfig, make_buffer
     from buffer.io import LeRobotReader, import_lerobot, lerobot_spec
 
     obs_spec, action_dim, info_keys = lerobot_spec(located.store)
