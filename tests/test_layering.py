@@ -208,3 +208,167 @@ def test_pipelines_do_not_import_each_other():
         "pipelines import each other (move the shared piece into a room below the verbs): "
         + "; ".join(offenders)
     )
+
+
+KEPT_INSIDE_FUNCTIONS: dict[str, dict[str, str]] = {
+    "agents/encoders.py": {
+        "agents.kernels": "keeps numba kernels out of `import agents.encoders`",
+    },
+    "buffer/factory.py": {
+        "buffer.storage.zarr_store": "keeps zarr out of `import buffer.factory`",
+    },
+    "buffer/storage/metadata_schema.py": {
+        "buffer.storage.jpeg_codec": "keeps zarr out of `import buffer.storage.metadata_schema`",
+    },
+    "buffer/storage/shard_format.py": {
+        "buffer.storage.jpeg_codec": "keeps zarr out of `import buffer.storage.shard_format`",
+    },
+    "robot/frames.py": {
+        "calibration.store": "keeps OpenCV, scipy out of `import robot.frames`",
+    },
+    "sim/factory.py": {
+        "sim.so101.env": "keeps MuJoCo out of `import sim.factory`",
+    },
+    "vlmrl/actors/env_actor.py": {
+        "agents.sac": "keeps torch out of `import vlmrl.actors.env_actor`",
+    },
+    "vlmrl/actors/robot_actor.py": {
+        "agents.sac": "keeps torch out of `import vlmrl.actors.robot_actor`",
+    },
+    "vlmrl/api.py": {
+        "sim.so101.tasks": "keeps MuJoCo out of `import vlmrl.api`",
+        "vlmrl.deployment.robot_env": "keeps MuJoCo out of `import vlmrl.api`",
+        "vlmrl.online.config": "keeps OpenCV, gymnasium, scipy out of `import vlmrl.api`",
+        "vlmrl.pipelines": "keeps OpenCV, gymnasium, scipy out of `import vlmrl.api`",
+    },
+    "vlmrl/arm/finetune_report.py": {
+        "vlmrl.deployment.policy_episodes": "keeps MuJoCo out of `import vlmrl.arm.finetune_report`",
+    },
+    "vlmrl/arm/robot_arms.py": {
+        "vlmrl.actors.ray_source": "keeps Ray (optional: scale extra) out of `import vlmrl.arm.robot_arms`",
+    },
+    "vlmrl/cli.py": {
+        "vlmrl.errors": "keeps OpenCV, gymnasium, scipy out of `import vlmrl.cli`",
+    },
+    "vlmrl/deployment/robot_env.py": {
+        "sim.lerobot_twin": "keeps lerobot (optional: robot extra) out of `import vlmrl.deployment.robot_env`",
+    },
+    "vlmrl/evaluation/perturbation_grid.py": {
+        "agents.export": "keeps torch out of `import vlmrl.evaluation.perturbation_grid`",
+        "sim.so101.arm": "keeps MuJoCo out of `import vlmrl.evaluation.perturbation_grid`",
+    },
+    "vlmrl/evaluation/units.py": {
+        "sim.units": "keeps MuJoCo out of `import vlmrl.evaluation.units`",
+        "vlmrl.deployment.policy_episodes": "keeps MuJoCo out of `import vlmrl.evaluation.units`",
+        "vlmrl.deployment.robot_env": "keeps MuJoCo out of `import vlmrl.evaluation.units`",
+    },
+    "vlmrl/offline/datasets.py": {
+        "buffer.io": "keeps zarr out of `import vlmrl.offline.datasets`",
+        "buffer.io.lerobot_format": "keeps zarr out of `import vlmrl.offline.datasets`",
+    },
+    "vlmrl/offline/run.py": {
+        "buffer.io": "keeps zarr out of `import vlmrl.offline.run`",
+        "vlmrl.deployment.robot_env": "keeps MuJoCo out of `import vlmrl.offline.run`",
+    },
+    "vlmrl/online/resume_check.py": {
+        "vlmrl.loop.checkpoint": "keeps torch out of `import vlmrl.online.resume_check`",
+        "vlmrl.offline": "keeps torch out of `import vlmrl.online.resume_check`",
+    },
+    "vlmrl/online/trainer.py": {
+        "vlmrl.actors.ray_source": "keeps Ray (optional: scale extra) out of `import vlmrl.online.trainer`",
+    },
+    "vlmrl/pipelines/calibrate.py": {
+        "sim.camera_match": "keeps MuJoCo out of `import vlmrl.pipelines.calibrate`",
+    },
+    "vlmrl/pipelines/deploy.py": {
+        "agents.export": "keeps torch out of `import vlmrl.pipelines.deploy`",
+    },
+    "vlmrl/pipelines/evaluate.py": {
+        "agents.export": "keeps torch out of `import vlmrl.pipelines.evaluate`",
+        "vlmrl.deployment.robot_env": "keeps MuJoCo out of `import vlmrl.pipelines.evaluate`",
+    },
+    "vlmrl/pipelines/pretrain.py": {
+        "agents.encoders": "keeps torch out of `import vlmrl.pipelines.pretrain`",
+        "agents.pretrain": "keeps torch out of `import vlmrl.pipelines.pretrain`",
+        "sim.so101.env": "keeps MuJoCo out of `import vlmrl.pipelines.pretrain`",
+    },
+    "vlmrl/pipelines/reward_program.py": {
+        "sim.so101.tasks": "keeps MuJoCo out of `import vlmrl.pipelines.reward_program`",
+        "vlmrl.scorers.car_reward": "keeps MuJoCo out of `import vlmrl.pipelines.reward_program`",
+    },
+    "vlmrl/pipelines/score.py": {
+        "buffer.io": "keeps zarr out of `import vlmrl.pipelines.score`",
+        "buffer.io.lerobot_format": "keeps zarr out of `import vlmrl.pipelines.score`",
+    },
+    "vlmrl/pipelines/serve.py": {
+        "vlm.server": "keeps the web server out of `import vlmrl.pipelines.serve`",
+    },
+    "vlmrl/pipelines/train.py": {
+        "vlmrl.loop.checkpoint": "keeps torch out of `import vlmrl.pipelines.train`",
+        "vlmrl.offline": "keeps torch out of `import vlmrl.pipelines.train`",
+        "vlmrl.online.offline_handover": "keeps torch out of `import vlmrl.pipelines.train`",
+        "vlmrl.online.trainer": "keeps MuJoCo, torch, zarr out of `import vlmrl.pipelines.train`",
+    },
+    "vlmrl/scorers/evaluation.py": {
+        "buffer.io": "keeps zarr out of `import vlmrl.scorers.evaluation`",
+        "buffer.io.lerobot_format": "keeps zarr out of `import vlmrl.scorers.evaluation`",
+    },
+    "vlmrl/view/source.py": {
+        "buffer.io": "keeps zarr out of `import vlmrl.view.source`",
+        "buffer.storage.zarr_store": "keeps zarr out of `import vlmrl.view.source`",
+    },
+}
+"""Project imports that stay inside functions, by file and imported module, with why: each would make its
+module load, at import, a heavy package that the module does not load otherwise (measured on the module-level
+import graph when the imports went to the top, issue 37), so ``vlmrl --help``, ``vlmrl <verb> --help`` and
+``import vlmrl``/``import buffer`` stay light and Ray and lerobot stay optional. Every other project import
+sits at the top of its module."""
+
+
+def function_level_project_imports() -> dict[str, set[str]]:
+    """Per file, the project modules it imports inside a function (as written: ``from M import x`` counts
+    as M, ``import M`` as M)."""
+    found: dict[str, set[str]] = {}
+    for package in sorted(PROJECT):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            functions = [
+                node
+                for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            ]
+            for function in functions:
+                for node in ast.walk(function):
+                    if isinstance(node, ast.Import):
+                        names = [alias.name for alias in node.names]
+                    elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                        names = [node.module]
+                    else:
+                        continue
+                    for name in names:
+                        if name.split(".")[0] in PROJECT:
+                            found.setdefault(str(path.relative_to(ROOT)), set()).add(name)
+    return found
+
+
+def test_project_imports_sit_at_the_top_of_modules():
+    """An import inside a function hides an arrow of the graph; only the ones of KEPT_INSIDE_FUNCTIONS may."""
+    found = function_level_project_imports()
+    hidden = sorted(
+        f"{path} imports {name} inside a function"
+        for path, names in found.items()
+        for name in sorted(names - set(KEPT_INSIDE_FUNCTIONS.get(path, {})))
+    )
+    assert not hidden, (
+        "move these imports to the top of the module, or, when that would load a heavy package (Ray, lerobot, "
+        "MuJoCo, torch, zarr) the module does not load otherwise, list them with the reason in "
+        "KEPT_INSIDE_FUNCTIONS: " + "; ".join(hidden)
+    )
+    stale = sorted(
+        f"{path}: {name}"
+        for path, names in KEPT_INSIDE_FUNCTIONS.items()
+        for name in names
+        if name not in found.get(path, set())
+    )
+    assert not stale, (
+        "KEPT_INSIDE_FUNCTIONS lists imports that are no longer inside a function: " + "; ".join(stale)
+    )
