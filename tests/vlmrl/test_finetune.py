@@ -17,6 +17,7 @@ from sim import SimConfig, make_env
 from tests.vlmrl.pipeline_helpers import finetune_config as config
 from vlm.config import AuxRewardConfig, OracleConfig, WorkerConfig
 from vlmrl.arm import robot_arms, trained_run
+from vlmrl.deployment import robot_env
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines import finetune
 
@@ -475,8 +476,6 @@ def test_the_reward_never_comes_from_privileged_progress_and_the_report_says_whe
 ):
     """The sim run's oracle is dropped (keys only), ``--scorer scorer:oracle`` is refused in one line, a pixel
     scorer adds its aux reward; the env never reads the twin's task status."""
-    from vlmrl.pipelines import common
-
     run, _ = sim_run(tmp_path)
     base = config(tmp_path, run)
     train = trained_run.load_sim_run(run)["config"]
@@ -502,7 +501,7 @@ def test_the_reward_never_comes_from_privileged_progress_and_the_report_says_whe
 
     def spying(*args, **kwargs):
         made.update(kwargs)
-        return common.make_robot_env(*args, **kwargs)
+        return robot_env.make_robot_env(*args, **kwargs)
 
     monkeypatch.setattr(robot_arms, "make_robot_env", spying)
     assert finetune.main(dataclasses.replace(base, episodes=1, scorer="none")) == 0
