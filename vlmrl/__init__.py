@@ -1,4 +1,6 @@
-"""vlmrl application layer: the CLI, per-pipeline configs, pipelines, run reports, and the Python API.
+"""vlmrl application layer: the CLI, the verbs (``vlmrl.pipelines``), and the rooms they assemble (``loop``,
+``scorers``, ``view``, ``deployment``, ``evaluation``, ``actors``, ``offline``, ``online``, ``arm``; in that
+order bottom to top, docs/ARCHITECTURE.md), and the Python API.
 
 ``import vlmrl`` gives the pipelines as functions (``vlmrl.train``, ``finetune``, ``score``, ``record``,
 ``deploy``; see ``vlmrl.api``) and the config dataclasses they take (``vlmrl.TrainConfig``,
