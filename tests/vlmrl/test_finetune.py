@@ -85,8 +85,8 @@ def operator_takes_over_holding_w(monkeypatch) -> None:
         jog.press("w")
         return jog
 
-    monkeypatch.setattr(teleop, "OperatorKeys", taking_over)
-    monkeypatch.setattr(teleop, "KeyboardJog", held_w)
+    monkeypatch.setattr(robot_arms, "OperatorKeys", taking_over)  # as the arms' module opens them
+    monkeypatch.setattr(robot_arms, "KeyboardJog", held_w)
 
 
 def stored_buffer(out_dir):

@@ -57,7 +57,7 @@ def test_keyboard_jogging_drives_the_twin_and_records_what_was_sent(tmp_path, mo
         jogs.append(jog)
         return jog
 
-    monkeypatch.setattr(teleop, "KeyboardJog", held_w)
+    monkeypatch.setattr(record, "KeyboardJog", held_w)  # as the verb opens it
     assert record.main(config(tmp_path, source="keyboard", episodes=1, export_lerobot=False)) == 0
     from buffer import BufferConfig, make_buffer
 
