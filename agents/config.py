@@ -29,7 +29,7 @@ class PixelEncoderConfig:
 
     LEGACY_DEFAULTS: ClassVar[dict[str, Any]] = {"patch_size": 0}
     """A checkpoint from before the patch embedding keeps the 3x3 first layer it was trained with
-    (``vlmrl.checkpoint.fill_new_fields``)."""
+    (``vlmrl.loop.checkpoint.fill_new_fields``)."""
 
     image_size: int = 32
     """Policy image side in pixels: the encoder keeps every ``frame // image_size``-th pixel (at least 1)

@@ -81,7 +81,7 @@ def export_policy(sac: Agent, path: str | Path, run: Mapping[str, Any] | None = 
     """Write the actor as TorchScript to ``path`` (conventionally ``policy.pt``); returns the path.
 
     ``run`` is what the policy needs from the world it runs in, as plain JSON data: the pipeline that
-    trained it decides the keys (``vlmrl.pipelines.common.policy_run_info``: suite, task, cameras and their
+    trained it decides the keys (``vlmrl.deployment.policy_episodes.policy_run_info``: suite, task, cameras and their
     calibration ids, image size, control rate, action mode). It is stored under ``metadata["run"]`` so a
     deploy loop can set itself up from the file and refuse a mismatch; ``LoadedPolicy.run`` reads it back.
     """

@@ -11,6 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from agents.errors import AgentError
+
 
 class TwinCritic(nn.Module):
     """``num_critics`` Q-networks with stacked weights: one batched matmul per layer for all critics.
@@ -172,8 +174,6 @@ def action_bounds(action_space: Any, agent: str) -> tuple[np.ndarray, np.ndarray
     """(low, high) of a 1-D Box with finite bounds, high > low (the actor's tanh is scaled onto them);
     AgentError naming ``agent`` otherwise."""
     import gymnasium as gym
-
-    from agents.errors import AgentError
 
     if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
         raise AgentError(f"{agent} needs a 1-D Box action space, got {action_space}")

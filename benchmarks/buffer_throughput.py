@@ -176,7 +176,7 @@ def training_rates(buffers: dict[str, ReplayBuffer], seconds: float, rounds: int
     import torch
 
     from agents.sac import SAC
-    from vlmrl.train_config import TrainConfig
+    from vlmrl.online.config import TrainConfig
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

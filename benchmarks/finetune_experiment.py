@@ -53,7 +53,7 @@ CONDITIONS: dict[str, tuple[str, ...]] = {
 }
 """Each condition's options to `vlmrl finetune`, beside the common ones (``finetune_argv``)."""
 EVAL_SEED = 2_000_000
-"""Start state of the first evaluation episode: the held-out grid's (``vlmrl.perturbation_grid``), so the
+"""Start state of the first evaluation episode: the held-out grid's (``vlmrl.evaluation.perturbation_grid``), so the
 before figure is `vlmrl evaluate --robot.unit`'s; fine-tuning episodes start from seeds far below it."""
 FAST = ("--env.control-hz", "1000", "--twin-control-hz", "20")
 """The twin steps as fast as the host allows; robot minutes count its 20 Hz control periods."""

@@ -8,7 +8,7 @@ batch (256), warm-up (1,000 random steps), discount (0.99), learning rates (3e-4
 path a user runs; SB3 is ``SAC("MultiInputPolicy")`` on the same adapter with only the ``state`` key kept
 (its ``CombinedExtractor`` flattens that one key, so the networks match ``MlpPolicy``'s). Each run is its
 own process with one torch thread, ``--workers`` at a time; both are evaluated every ``--eval-every``
-steps by ``vlmrl.evaluation.evaluate`` on the same held-out seeds (deterministic actions).
+steps by ``vlmrl.evaluation.episodes.evaluate`` on the same held-out seeds (deterministic actions).
 
 JSON (``--json PATH``): per task under ``tasks``: ``ours_return`` / ``sb3_return`` and ``ours_success`` /
 ``sb3_success`` (mean ± sd over seeds of the final evaluation), ``return_p`` (Welch's t-test of the final
@@ -64,7 +64,7 @@ def sb3_worker(run: dict[str, Any]) -> None:
     from sim import make_env
     from sim.config import SimConfig
     from sim.wrappers import SB3Keys
-    from vlmrl.train_config import TrainConfig
+    from vlmrl.online.config import TrainConfig
 
     torch.set_num_threads(1)
     agent = TrainConfig().agent

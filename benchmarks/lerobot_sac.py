@@ -1,6 +1,6 @@
 """LeRobot's own SAC vs ours on the SO-101 twin: robot observations, the same tasks, demonstrations and budget.
 
-Ours: ``vlmrl train --recipe deployable`` (vlmrl/recipes.py), built by ``ours_args`` (the one place to
+Ours: ``vlmrl train --recipe deployable`` (vlmrl/online/recipes.py), built by ``ours_args`` (the one place to
 change it).
 LeRobot's: ``lerobot.policies.sac`` 0.4.4 (``SACConfig`` defaults, ``SACPolicy`` with its default image
 encoder and no pretrained weights, its own losses through ``policy.forward(batch, model=...)``), its replay
@@ -11,7 +11,7 @@ observations (the LeRobot joint keys ``shoulder_pan.pos`` ... ``gripper.pos`` an
 frame, nothing privileged; our asymmetric critic also reads the sim state, as the recipe says), get the
 same scripted demonstrations (``sim.so101.scripted.ScriptedPolicy`` on the same episode seeds; LeRobot's
 go to its offline buffer, which its learner samples for half of each batch, as our 50% prior share does)
-and the same env-step budget, and are evaluated alike: ``vlmrl.evaluation.evaluate`` on the evaluation-only
+and the same env-step budget, and are evaluated alike: ``vlmrl.evaluation.episodes.evaluate`` on the evaluation-only
 seeds, the deterministic policy (LeRobot's: the tanh of its Gaussian's mean, the distribution's mode),
 after the episode in which the step count crosses each multiple of ``--eval-every``, and at the end.
 
@@ -110,7 +110,7 @@ LEROBOT_SETTINGS = {
     "buffers": "lerobot.rl.buffer.ReplayBuffer with optimize_memory=True and its DrQ shift, as learner.py builds them",
     "schedule": "one optimisation step (LeRobot's learner loop body) per env step, synchronous with acting",
     "acting": "policy.select_action in eval() mode (a sample, as LeRobot's actor), updates in train() mode",
-    "evaluation": "vlmrl.evaluation.evaluate, deterministic: tanh of the actor's mean",
+    "evaluation": "vlmrl.evaluation.episodes.evaluate, deterministic: tanh of the actor's mean",
     "torch_compile": "on (SACConfig default; also the buffer's DrQ shift): its first update compiles for "
     "one to two minutes on these cores, counted in lerobot_wall_s",
 }
@@ -119,7 +119,7 @@ LEROBOT_SETTINGS = {
 # -------------------------------------------------------------------------------------------- ours
 def ours_args(task: str, seed: int, steps: int, run_dir: str) -> list[str]:
     """`vlmrl train` arguments of our learner on ``task``: the deployable recipe (``--recipe deployable``,
-    vlmrl/recipes.py) with this budget. The one place to change them; the LeRobot side reads its env,
+    vlmrl/online/recipes.py) with this budget. The one place to change them; the LeRobot side reads its env,
     demonstrations and budget from the same arguments (``train_config``)."""
     if task not in TASKS:
         raise ValueError(f"task {task!r}: expected one of {TASKS}")
@@ -372,15 +372,15 @@ def lerobot_worker(run: dict[str, Any]) -> None:
 
     from sim import make_env
     from sim.so101.scripted import ScriptedPolicy
-    from vlmrl.evaluation import eval_seeds, evaluate
-    from vlmrl.trainer import DEMO_SEED_OFFSET, TRAIN_SEED_STRIDE
+    from vlmrl.evaluation.episodes import eval_seeds, evaluate
+    from vlmrl.online.trainer import DEMO_SEED_OFFSET, TRAIN_SEED_STRIDE
 
     torch.set_num_threads(1)
     cfg = train_config(ours_args(run["task"], run["seed"], run["steps"], run["dir"]))
     lr = import_lerobot()
     env, eval_env = make_env(cfg.sim), make_env(cfg.sim)
     obs_map = ObservationMap(lr)
-    # The same demonstrations as ours: the same expert on the same episode seeds (vlmrl.trainer).
+    # The same demonstrations as ours: the same expert on the same episode seeds (vlmrl.online.trainer).
     expert, demos = ScriptedPolicy(env), []
     for d in range(cfg.demo_episodes):
         expert.reset()

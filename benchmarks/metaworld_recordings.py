@@ -45,7 +45,7 @@ def record(
     from sim import SimConfig, make_env
     from sim.errors import SimError
     from sim.experts import make_expert
-    from vlmrl.assembly import open_episode_store
+    from vlmrl.loop.assembly import open_episode_store
 
     store = out / "episodes.zarr"
     if store.exists():

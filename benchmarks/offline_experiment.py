@@ -69,8 +69,8 @@ def build(args: argparse.Namespace) -> None:
     from sim.config import SimConfig
     from sim.factory import make_env
     from sim.so101.tasks import TASKS
-    from vlmrl.assembly import open_episode_store
-    from vlmrl.datasets import mixed_quality_episodes
+    from vlmrl.loop.assembly import open_episode_store
+    from vlmrl.offline.datasets import mixed_quality_episodes
 
     out = Path(args.out)
     store = out / "episodes.zarr"
@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> None:
     import torch
 
     from agents.config import IQLConfig
-    from vlmrl import offline
+    from vlmrl.offline import run as offline
 
     torch.set_num_threads(1)
     commit = git_commit()
@@ -289,7 +289,7 @@ def labels(args: argparse.Namespace) -> None:
     episode sum tells successful from failed episodes (AUC); writes ``labels.json`` into ``--out``."""
     from scipy import stats
 
-    from vlmrl.datasets import load_episodes
+    from vlmrl.offline.datasets import load_episodes
 
     episodes = load_episodes(Path(args.data), ["state"])
     rows = episodes.transition_rows()

@@ -3,6 +3,9 @@
     python benchmarks/pinned_run.py OUT_JSON                # run it, write its curve and final losses
     python benchmarks/pinned_run.py OUT_JSON --compare REF  # ... and fail unless they equal REF's
 
+The state run's reference is benchmarks/reference/pinned_run_state.json (written before the app package
+moved into rooms, and again after it: the same numbers).
+
 The run: the twin's ``reach`` task on its state vector, seed 0, uniform replay, no cameras (so no scorer),
 2,000 steps with an evaluation every 500; and, with ``--run scored``, a short run with the front camera at
 32 px, the oracle scorer scored synchronously and VLM x TD replay, which takes the scoring link and the

@@ -83,7 +83,7 @@ def update_costs(rounds: int, updates: int) -> dict[str, Any]:
     from agents.config import FORMER_ENCODER
     from agents.sac import SAC
     from robot.contract import JOINT_KEYS
-    from vlmrl.train_config import TrainConfig
+    from vlmrl.online.config import TrainConfig
 
     torch.set_num_threads(1)
     agent_cfg = TrainConfig().agent
@@ -183,7 +183,7 @@ def sb3_worker(run: dict[str, Any]) -> None:
 
     from sim import make_env
     from sim.wrappers import ROBOT_KEYS, SB3Keys
-    from vlmrl.train_config import TrainConfig
+    from vlmrl.online.config import TrainConfig
 
     torch.set_num_threads(1)
     defaults = TrainConfig()
@@ -208,12 +208,12 @@ def sb3_worker(run: dict[str, Any]) -> None:
 
 
 def learn_with_evaluations(model: Any, eval_env: Any, run: dict[str, Any]) -> None:
-    """SB3 ``model.learn`` for ``run["steps"]``, evaluated by ``vlmrl.evaluation.evaluate`` every
+    """SB3 ``model.learn`` for ``run["steps"]``, evaluated by ``vlmrl.evaluation.episodes.evaluate`` every
     ``run["eval_every"]`` steps and at the end; the curve (step, seconds since launch, success, return)
     goes to ``run["out"]`` after each evaluation. Learning stops early past ``run["cap_s"]`` if given."""
     from stable_baselines3.common.callbacks import BaseCallback
 
-    from vlmrl.evaluation import eval_seeds, evaluate
+    from vlmrl.evaluation.episodes import eval_seeds, evaluate
 
     curve: list[dict[str, float]] = []
     cap_s = run.get("cap_s") or float("inf")

@@ -40,7 +40,7 @@ def success_on_fresh_seeds(policy_path: Path, episodes: int, seed_base: int) -> 
     """Per-episode success of an exported policy in the nominal twin it was trained in."""
     from agents.export import load_policy
     from sim.factory import make_env
-    from vlmrl.evaluation import evaluate
+    from vlmrl.evaluation.episodes import evaluate
     from vlmrl.pipelines.evaluate import Config, sim_config_for
 
     policy = load_policy(policy_path)

@@ -2,7 +2,7 @@
 
 The env is `vlmrl train`'s default pixel env (SO-101 twin `lift`, one front camera, 64 px by default,
 rendered every step; rendering dominates a step) acting with a SAC policy (state input, 128x128), as an
-env actor does (``vlmrl.env_actor.EnvActor``, the code `vlmrl train --actors N` runs).
+env actor does (``vlmrl.actors.env_actor.EnvActor``, the code `vlmrl train --actors N` runs).
 
 - Collection only: env steps/s of one process running episodes vs 1 and 2 Ray env actors feeding a
   driver that only receives their episodes (timed in alternating blocks, so load from other processes
@@ -39,7 +39,7 @@ from agents.config import SACConfig
 from agents.sac import SAC
 from buffer import BufferConfig, make_buffer
 from sim import SimConfig, make_env
-from vlmrl.env_actor import POLICY_VERSION_KEY, EnvActor, PolicySpec, policy_weights
+from vlmrl.actors.env_actor import POLICY_VERSION_KEY, EnvActor, PolicySpec, policy_weights
 
 PROJECTED_ACTORS = (1, 2, 8, 32, 128)
 RAY_NICENESS = "RAY_worker_niceness"

@@ -19,9 +19,12 @@ from buffer.config import (
 from buffer.errors import BufferError
 from buffer.replay_buffer import ReplayBuffer
 from buffer.samplers import PrioritizedSampler, Sampler, UniformSampler, VLMMixSampler
+from buffer.samplers.prior_mix import PriorMixSampler
 from buffer.spec import ObsSpec, build_specs
+from buffer.storage.jpeg_quality import check_quality
+from buffer.storage.memory import MemoryStorage
 from buffer.storage.protocol import Storage
-from buffer.storage.shard_format import check_quality
+from buffer.zarr_loop import settle_at_exit
 
 
 def _uniform(cfg: UniformSamplerConfig, capacity: int) -> Sampler:
@@ -57,8 +60,6 @@ def _vlm_mix(cfg: VLMMixSamplerConfig, capacity: int) -> Sampler:
 
 
 def _prior_mix(cfg: PriorMixSamplerConfig, capacity: int) -> Sampler:
-    from buffer.samplers.prior_mix import PriorMixSampler
-
     return PriorMixSampler(
         capacity, make_sampler(cfg.online, capacity), make_sampler(cfg.prior, capacity), cfg.prior_share
     )
@@ -98,8 +99,6 @@ def make_storage(
         "info_keys": list(info_keys),
     }
     if cfg.storage == "memory":
-        from buffer.storage.memory import MemoryStorage
-
         if path is not None:
             from pathlib import Path
 
@@ -113,7 +112,6 @@ def make_storage(
         if path is None:
             raise BufferError("storage 'zarr' needs a path (a directory or an fsspec URL)")
         from buffer.storage.zarr_store import ZarrStorage
-        from buffer.zarr_loop import settle_at_exit
 
         # A store being reopened has its metadata checked by open_or_create: malformed metadata is one
         # line, not a traceback from inside zarr.

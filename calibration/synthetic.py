@@ -14,7 +14,7 @@ import numpy as np
 
 from calibration.board import Board
 from calibration.intrinsics import CameraIntrinsics
-from calibration.transforms import make_transform, opencv_to_mujoco_camera
+from calibration.transforms import look_at, make_transform, opencv_to_mujoco_camera
 
 CAMERA = "camera"
 
@@ -116,8 +116,6 @@ def random_camera_poses(
 
     Tilted views from several azimuths are what makes focal length and principal point observable.
     """
-    from calibration.transforms import look_at
-
     centre = np.array([0.0, 0.0, 0.0])
     poses = []
     for i in range(n):

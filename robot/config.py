@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from robot.arms import SO101
+from robot.arms import SO101, arm_for
 
 SO101_JOINT_KEYS: tuple[str, ...] = SO101.keys
 """Action/observation keys of LeRobot's SO-100/SO-101 follower, in its motor order (``robot.arms``)."""
@@ -50,7 +50,7 @@ class WatchdogConfig:
     on_twin: bool = False
     """Run it on the twin too (``robot.type sim_so101``). Off by default: the twin is stepped in lockstep,
     so its observations cannot go stale, and a busy host would only make it trip
-    (``vlmrl.pipelines.common.make_robot_env``)."""
+    (``vlmrl.deployment.robot_env.make_robot_env``)."""
     stale_after_periods: float = 1.5
     """Trip when no fresh observation or loop tick arrived for this many control periods."""
     poll_periods: float = 0.25
@@ -137,8 +137,6 @@ def env_config_for_arm(cfg: LeRobotEnvConfig, robot_type: str) -> LeRobotEnvConf
     """``cfg`` with the arm's own safety limits, max steps and home pose (``robot.arms``) where it still
     holds the SO-101 defaults; values the user set are kept. Types of no known arm: ``cfg`` unchanged."""
     from dataclasses import replace
-
-    from robot.arms import arm_for
 
     arm = arm_for(robot_type)
     if arm is None or arm is SO101:

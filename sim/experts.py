@@ -11,7 +11,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from sim.adapters.metaworld_expert import MetaWorldExpert
 from sim.errors import SimError
+from sim.so101.scripted import ScriptedPolicy
 
 
 class Expert(Protocol):
@@ -27,14 +29,10 @@ class Expert(Protocol):
 
 
 def _so101_expert(env: Any) -> Expert:
-    from sim.so101.scripted import ScriptedPolicy
-
     return ScriptedPolicy(env)
 
 
 def _metaworld_expert(env: Any) -> Expert:
-    from sim.adapters.metaworld_expert import MetaWorldExpert
-
     return MetaWorldExpert(env)
 
 

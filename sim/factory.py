@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 import gymnasium
 
+from sim.adapters.metaworld_env import MetaWorldEnv
+from sim.adapters.robosuite_env import RobosuiteEnv
 from sim.config import SimConfig
 from sim.errors import SimError
 from sim.randomization import resolve_ranges
@@ -19,14 +21,10 @@ def _make_so101(cfg: SimConfig) -> gymnasium.Env:
 
 
 def _make_robosuite(cfg: SimConfig) -> gymnasium.Env:
-    from sim.adapters.robosuite_env import RobosuiteEnv
-
     return RobosuiteEnv(cfg)
 
 
 def _make_metaworld(cfg: SimConfig) -> gymnasium.Env:
-    from sim.adapters.metaworld_env import MetaWorldEnv
-
     return MetaWorldEnv(cfg)
 
 

@@ -38,6 +38,7 @@ from sim.errors import SimError
 from sim.so101.arm import CAMERAS, SO101Sim
 from sim.so101.env import HOME_TCP_M, SO101Env, privileged_state
 from sim.so101.kinematics import inverse_kinematics
+from sim.so101.scripted import ScriptedPolicy
 from sim.so101.tasks import TASKS, Task
 from sim.units import NOMINAL, UnitDrive, apply_scene, unit_named
 
@@ -233,8 +234,6 @@ class SimSO101(Robot):
         joint targets (action keys, in the arm's own units: a unit's zero offsets added, so the joints go
         where the expert means them to). Demonstrations on the twin, the scripted operator's takeovers;
         call after ``reset_scene``; each call starts the expert's phases afresh."""
-        from sim.so101.scripted import ScriptedPolicy
-
         sim = self._connected()
         # ScriptedPolicy reads ``env.unwrapped.{sim, task, cfg.task, cfg.action_mode, joint_targets_array}``;
         # give it the twin's (the targets it holds once the task holds are the physical ones).

@@ -22,8 +22,10 @@ from typing import Any
 
 import gymnasium
 
+from sim import wrappers
 from sim.config import SimConfig
 from sim.errors import SimError
+from sim.factory import make_env
 
 ENV_IDS: dict[str, str] = {
     "vlmrl/SO101Reach-v0": "reach",
@@ -56,9 +58,6 @@ def make_so101_env(
     Raises:
         SimError: an unknown keyword, a bad ``SimConfig`` value, or a render mode other than rgb_array.
     """
-    from sim import wrappers
-    from sim.factory import make_env
-
     unknown = sorted(set(sim) - _SIM_FIELDS)
     if unknown:
         raise SimError(

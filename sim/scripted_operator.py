@@ -16,7 +16,7 @@ Per step (``poll``, called before each action):
   last ``stall_steps`` steps (stall): take over while budget is left, else press failure (``give_up``).
 
 Each episode's signals (step, key, reason) and counts come back from ``end_episode``. One operator is both
-the keys and the teleop of ``vlmrl.sources.RobotEpisodes``. Between episodes the twin puts the scene back
+the keys and the teleop of ``vlmrl.loop.sources.RobotEpisodes``. Between episodes the twin puts the scene back
 itself (``LeRobotEnv.reset`` calls ``SimSO101.reset_scene``), what the person resets by hand on a real arm.
 """
 

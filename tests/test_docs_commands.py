@@ -182,8 +182,8 @@ def parse(verb: str, args: list[str]) -> Any:
 
 
 def check_train(cfg: Any) -> None:
+    from vlmrl.online.config import check_config
     from vlmrl.pipelines.train import demo_config
-    from vlmrl.train_config import check_config
 
     if cfg.resume:
         return  # the run's saved config is checked when it resumes
@@ -227,7 +227,7 @@ def check_parts(cfg: Any) -> None:
     from sim.factory import validate_config
     from vlm.config import ScorerRayConfig
     from vlm.scorer_pool import check_ray_config
-    from vlmrl.scorer_eval import parse_scorer
+    from vlmrl.scorers.evaluation import parse_scorer
 
     seen: list[Any] = [cfg]
     while seen:

@@ -107,7 +107,7 @@ GROUPS = {
     "safety": Group("robot", "robot/safety.py", ("tests/robot/test_safety.py",)),
     "learner": Group(
         "vlmrl",
-        "vlmrl/learner.py",
+        "vlmrl/loop/learner.py",
         ("tests/vlmrl/test_learner.py",),
         excluded="the trained-run test (tests/buffer/test_priorities_in_a_trained_run.py, a `vlmrl train`)",
     ),
@@ -147,7 +147,7 @@ GROUPS = {
     ),
     "offline": Group(
         "vlmrl",
-        "vlmrl/offline.py",
+        "vlmrl/offline/run.py",
         ("tests/vlmrl/test_offline_rewards.py", "tests/vlmrl/test_offline.py"),
         functions=("__init__", "from_train_config", "select_obs_keys", "action_box"),
         excluded="the run loop, evaluation, checkpoints and the report (whole offline runs per mutant); "

@@ -21,7 +21,8 @@ from vlm.config import (
     WorkerConfig,
 )
 from vlm.errors import VLMError
-from vlm.factory import check_reachable, make_scorer
+from vlm.factory import make_scorer
+from vlm.local_scorer import check_reachable
 from vlm.prompts import make_prompt, prompt_hash, scorer_prompt
 from vlm.score_calibration import ScoreCalibration, fit_calibration
 from vlm.scorer import Scorer

@@ -28,15 +28,14 @@ import numpy as np
 from vlm.clip import Clip, as_clips
 from vlm.config import ScorerConfig, ScorerRayConfig
 from vlm.errors import VLMError
+from vlm.local_scorer import make_local_scorer
 
 
 class ScorerHost:
     """The body of one scorer actor: the backend built from its config, in the actor's process."""
 
     def __init__(self, cfg: ScorerConfig) -> None:
-        from vlm.factory import make_scorer
-
-        self.scorer = make_scorer(cfg)
+        self.scorer = make_local_scorer(cfg)
 
     def describe(self) -> tuple[str, str, int]:
         """The backend's scorer id and model id, and the actor's process id (for fault tests)."""

@@ -1,4 +1,6 @@
-"""vlmrl application layer: the CLI, per-pipeline configs, pipelines, run reports, and the Python API.
+"""vlmrl application layer: the CLI, the verbs (``vlmrl.pipelines``), and the rooms they assemble (``loop``,
+``scorers``, ``view``, ``deployment``, ``evaluation``, ``actors``, ``offline``, ``online``, ``arm``; in that
+order bottom to top, docs/ARCHITECTURE.md), and the Python API.
 
 ``import vlmrl`` gives the pipelines as functions (``vlmrl.train``, ``finetune``, ``score``, ``record``,
 ``deploy``; see ``vlmrl.api``) and the config dataclasses they take (``vlmrl.TrainConfig``,
@@ -20,7 +22,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "record": ("vlmrl.api", "record"),
     "deploy": ("vlmrl.api", "deploy"),
     "RunResult": ("vlmrl.results", "RunResult"),
-    "TrainConfig": ("vlmrl.train_config", "TrainConfig"),
+    "TrainConfig": ("vlmrl.online.config", "TrainConfig"),
     "FinetuneConfig": ("vlmrl.pipelines.finetune", "Config"),
     "ScoreConfig": ("vlmrl.pipelines.score", "Config"),
     "RecordConfig": ("vlmrl.pipelines.record", "Config"),

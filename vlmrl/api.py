@@ -31,11 +31,11 @@ from vlmrl.results import RunResult
 
 if TYPE_CHECKING:
     from vlm.scorer import Scorer
+    from vlmrl.online.config import TrainConfig
     from vlmrl.pipelines.deploy import Config as DeployConfig
     from vlmrl.pipelines.finetune import Config as FinetuneConfig
     from vlmrl.pipelines.record import Config as RecordConfig
     from vlmrl.pipelines.score import Config as ScoreConfig
-    from vlmrl.train_config import TrainConfig
 
 __all__ = ["RunResult", "deploy", "finetune", "record", "score", "train", "twin_tasks"]
 
@@ -65,7 +65,7 @@ def _custom(
     with ExitStack() as stack:
         stack.enter_context(twin_tasks(tasks))
         if robots:
-            from vlmrl.robot_env import robot_types
+            from vlmrl.deployment.robot_env import robot_types
 
             stack.enter_context(robot_types(dict(robots)))
         yield
@@ -80,8 +80,8 @@ def train(
 ) -> RunResult:
     """`vlmrl train`: SAC in simulation (``cfg.resume``: continue a run). ``metrics``: steps, episodes
     and the final evaluation (``success_rate``, ``return``, ``length``); ``policy``: the exported policy.pt."""
+    from vlmrl.online.config import TrainConfig
     from vlmrl.pipelines import train as pipeline
-    from vlmrl.train_config import TrainConfig
 
     with _custom(tasks, None):
         return pipeline.run(cfg or TrainConfig(), scorer=scorer, env_factory=env_factory)

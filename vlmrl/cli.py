@@ -13,6 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from vlmrl import __version__
+
 VERBS: dict[str, tuple[str, str]] = {
     "train": ("vlmrl.pipelines.train", "train a SAC policy in simulation with VLM-guided replay"),
     "pretrain": (
@@ -69,8 +71,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(usage())
         return 0 if args else 2
     if args[0] == "--version":
-        from vlmrl import __version__
-
         print(f"vlmrl {__version__}")
         return 0
     verb, rest = args[0], args[1:]

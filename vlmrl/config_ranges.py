@@ -236,8 +236,8 @@ RANGES: dict[type, dict[str, Range]] = {
 
 
 def register(cls: type, ranges: dict[str, Any]) -> None:
-    """Add a config class's numeric field ranges to `RANGES` (`vlmrl.train_config` registers `TrainConfig`'s and
-    `RayConfig`'s there, so this module does not import it: train_config calls `check_ranges`)."""
+    """Add a config class's numeric field ranges to `RANGES` (`vlmrl.online.config` registers `TrainConfig`'s and
+    `RayConfig`'s there, so this module does not import it: `vlmrl.online.config` calls `check_ranges`)."""
     RANGES[cls] = ranges
 
 

@@ -12,7 +12,9 @@ import contextlib
 import json
 import shutil
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 
 class NewPaths:
@@ -63,3 +65,9 @@ def _holds_no_episode(store: Path) -> bool:
         return int(meta["attributes"]["commit"]["num_episodes"]) == 0
     except (OSError, ValueError, KeyError, TypeError):
         return not any(p.is_file() for p in store.rglob("*"))
+
+
+def write_config(cfg: Any, out_dir: Path) -> None:
+    """Write the resolved config as ``out_dir/config.json``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "config.json").write_text(json.dumps(asdict(cfg), indent=2, default=str) + "\n")

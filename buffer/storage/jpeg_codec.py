@@ -22,7 +22,7 @@ from zarr.codecs.numcodecs import _NumcodecsArrayBytesCodec
 from zarr.errors import ZarrUserWarning
 
 from buffer.errors import BufferError
-from buffer.storage.shard_format import check_quality
+from buffer.storage.jpeg_quality import check_quality
 
 JPEG_CODEC_ID = "imagecodecs_jpeg"
 """numcodecs id of imagecodecs' JPEG codec; zarr.json names it ``numcodecs.imagecodecs_jpeg``."""

@@ -8,6 +8,7 @@ from typing import Protocol
 import numpy as np
 
 from buffer.episode import EpisodeTable
+from buffer.errors import BufferError
 from buffer.spec import ArraySpec
 
 
@@ -64,8 +65,6 @@ def column_fill(name: str) -> float:
 
 def check_column_name(name: str) -> None:
     """Only `scores/<id>` and `aux_reward/<id>` are mutable columns."""
-    from buffer.errors import BufferError
-
     prefix, _, scorer_id = name.partition("/")
     if prefix not in ("scores", "aux_reward") or not scorer_id or "/" in scorer_id:
         raise BufferError(f"column {name!r}: expected 'scores/<scorer_id>' or 'aux_reward/<scorer_id>'")

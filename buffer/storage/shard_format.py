@@ -18,8 +18,6 @@ import google_crc32c
 import numcodecs
 import numpy as np
 
-from buffer.errors import BufferError
-
 ABSENT = np.uint64(2**64 - 1)
 FrameCodec = Literal["none", "zstd", "blosc-lz4", "blosc-zstd-bitshuffle", "jpeg"]
 LOSSY_CODECS = ("jpeg",)
@@ -28,13 +26,6 @@ LOSSY_CODECS = ("jpeg",)
 
 DEFAULT_JPEG_QUALITY = 90
 """Default quality of ``frame_codec="jpeg"``: ~8x smaller than raw 84x84 camera-like frames."""
-
-
-def check_quality(quality: object) -> int:
-    """``quality`` as an int in 1..100, or a one-line BufferError."""
-    if isinstance(quality, bool) or not isinstance(quality, int | np.integer) or not 1 <= quality <= 100:
-        raise BufferError(f"frame_quality must be an integer JPEG quality in 1..100, got {quality!r}")
-    return int(quality)
 
 
 MAX_FRAMES_PER_SHARD = 255

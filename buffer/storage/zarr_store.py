@@ -37,6 +37,7 @@ from buffer.spec import SCHEMA_VERSION, ArraySpec
 from buffer.storage.chunk_file import atomic_write, chunk_key, write_chunks
 from buffer.storage.frame_cache import FrameCache
 from buffer.storage.frame_file import FrameFile
+from buffer.storage.jpeg_quality import check_quality
 from buffer.storage.metadata_schema import (
     SMALL_CHUNK_ROWS,
     CommitRecord,
@@ -54,13 +55,7 @@ from buffer.storage.metadata_schema import (
 )
 from buffer.storage.protocol import check_column_name, column_fill
 from buffer.storage.ring import RingIndex
-from buffer.storage.shard_format import (
-    DEFAULT_JPEG_QUALITY,
-    LOSSY_CODECS,
-    MAX_FRAMES_PER_SHARD,
-    FrameCodec,
-    check_quality,
-)
+from buffer.storage.shard_format import DEFAULT_JPEG_QUALITY, LOSSY_CODECS, MAX_FRAMES_PER_SHARD, FrameCodec
 
 
 def local_root(path: str) -> Path | None:

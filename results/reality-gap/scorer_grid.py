@@ -22,7 +22,7 @@ from sim.errors import SimError
 from sim.so101.scripted import ScriptedPolicy
 from vlm import make_scorer
 from vlm.config import LearnedConfig
-from vlmrl.perturbation_grid import OVERALL, GridSpec, run_grid
+from vlmrl.evaluation.perturbation_grid import OVERALL, GridSpec, run_grid
 
 
 def main() -> None:

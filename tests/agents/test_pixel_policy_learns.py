@@ -21,7 +21,7 @@ import pytest
 from agents.config import PixelEncoderConfig, SACConfig
 from buffer.config import BufferConfig
 from sim.config import SimConfig
-from vlmrl.checkpoint import load_checkpoint
+from vlmrl.loop.checkpoint import load_checkpoint
 from vlmrl.pipelines.train import TrainConfig, main
 
 STEPS = 1_500

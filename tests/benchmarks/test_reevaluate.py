@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import reevaluate
 
-from vlmrl.evaluation import EVAL_SEED_BASE, eval_seeds
+from vlmrl.evaluation.episodes import EVAL_SEED_BASE, eval_seeds
 
 
 def test_two_proportion_p_matches_the_textbook_z_test() -> None:

@@ -112,7 +112,7 @@ def test_the_default_grid_is_unchanged() -> None:
 
 @pytest.mark.slow
 def test_meta_world_recordings_hold_labelled_successes_and_failures(tmp_path) -> None:
-    from vlmrl.scorer_eval import Recording
+    from vlmrl.scorers.evaluation import Recording
 
     summary = metaworld_recordings.record(
         "reach-v3", tmp_path / "rec", episodes=3, image_size=24, max_episode_steps=100

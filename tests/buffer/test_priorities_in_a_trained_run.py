@@ -14,9 +14,9 @@ from agents.config import SACConfig
 from buffer.config import BufferConfig, PERSamplerConfig, VLMMixSamplerConfig, VLMTDSamplerConfig
 from sim.config import SimConfig
 from vlmrl.errors import ConfigError
+from vlmrl.online.config import check_config
+from vlmrl.online.trainer import Trainer
 from vlmrl.pipelines.train import TrainConfig
-from vlmrl.train_config import check_config
-from vlmrl.trainer import Trainer
 
 
 def test_the_trained_runs_sampler_step_equals_the_agents_updates_and_lambda_reaches_its_target(tmp_path):

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from vlmrl.train_config import RayConfig
+from vlmrl.online.config import RayConfig
 
 
 @pytest.mark.slow
@@ -21,8 +21,8 @@ def test_a_killed_actor_loses_at_most_its_requests_in_flight(ray_address):
     import ray
     import torch
 
-    from vlmrl.actor_source import ActorEpisodes
-    from vlmrl.env_actor import POLICY_VERSION_KEY
+    from vlmrl.actors.env_actor import POLICY_VERSION_KEY
+    from vlmrl.actors.ray_source import ActorEpisodes
 
     class QuickActor:  # defined here, so Ray ships it by value (its workers cannot import tests.*)
         """An env actor without an env: 3-step episodes of 0.1 s each, its episode index in ``info``."""

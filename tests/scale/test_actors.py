@@ -20,9 +20,9 @@ import zarr
 from agents.config import SACConfig
 from buffer.config import BufferConfig
 from sim.config import SimConfig
+from vlmrl.online.config import RayConfig, TrainConfig
+from vlmrl.online.trainer import Trainer
 from vlmrl.pipelines.train import main
-from vlmrl.train_config import RayConfig, TrainConfig
-from vlmrl.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,7 +56,7 @@ def episode_rewards(store: Path, n: int) -> list[np.ndarray]:
 
 def test_default_train_and_finetune_do_not_import_ray():
     code = (
-        "import sys, tyro; from vlmrl import cli; import vlmrl.pipelines.train as t; import vlmrl.trainer; "
+        "import sys, tyro; from vlmrl import cli; import vlmrl.pipelines.train as t; import vlmrl.online.trainer; "
         "import vlmrl.pipelines.finetune as f; tyro.cli(f.Config, args=['--from', 'run']); "
         "tyro.cli(t.Config, args=['--total-steps', '10']); print('ray' in sys.modules)"
     )
@@ -150,8 +150,8 @@ def test_learner_killed_resumes_with_no_committed_episode_lost(tmp_path, ray_add
 
 def test_actor_settings_are_refused_in_one_line(tmp_path):
     from vlmrl.errors import ConfigError
+    from vlmrl.online.config import check_config
     from vlmrl.pipelines.train import actors_on_resume
-    from vlmrl.train_config import check_config
 
     with pytest.raises(ConfigError, match="actors must be >= 0"):
         check_config(tiny_pixels(tmp_path, actors=-1))

@@ -14,12 +14,12 @@ import zarr
 from robot.config import ArmConfig
 from tests.vlmrl.pipeline_helpers import finetune_config
 from tests.vlmrl.test_finetune import ROBOT_OBS, sim_run
-from vlmrl import robot_arms
-from vlmrl.env_actor import PolicySpec
+from vlmrl.actors.env_actor import PolicySpec
+from vlmrl.actors.robot_actor import RobotActor, RobotSide
+from vlmrl.arm import robot_arms
 from vlmrl.errors import ConfigError
+from vlmrl.online.config import RayConfig
 from vlmrl.pipelines import finetune
-from vlmrl.robot_actor import RobotActor, RobotSide
-from vlmrl.train_config import RayConfig
 
 
 @pytest.mark.slow
@@ -112,7 +112,7 @@ def test_an_arm_stopping_in_its_episode_stops_the_run_in_one_line(ray_address):
     from types import SimpleNamespace
 
     from robot.errors import RobotError
-    from vlmrl.actor_source import ActorEpisodes
+    from vlmrl.actors.ray_source import ActorEpisodes
 
     class StoppingArm:  # defined here, so Ray ships it by value (its workers cannot import tests.*)
         """Stands in for a robot actor whose arm hits its emergency stop during the first episode."""

@@ -223,7 +223,7 @@ def test_calibrated_cameras_get_ranges_from_their_calibration_files_uncertainty(
 
 
 def test_a_config_from_an_older_checkpoint_keeps_the_presets_camera_ranges() -> None:
-    from vlmrl.checkpoint import fill_new_fields
+    from vlmrl.loop.checkpoint import fill_new_fields
 
     old = RandomizeConfig(preset="light")
     del old.__dict__["calibration_sigmas"]  # as unpickled from before the field existed

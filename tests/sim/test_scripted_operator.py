@@ -30,7 +30,7 @@ class StandInTwin:
 
 
 def run(operator, twin, steps, move=None):
-    """``steps`` control steps as ``vlmrl.sources.RobotEpisodes`` makes them: poll, then the operator drives
+    """``steps`` control steps as ``vlmrl.loop.sources.RobotEpisodes`` makes them: poll, then the operator drives
     (``action``) or the tool moves by ``move(t)``; returns the events and the takeover flag per step."""
     events, driving = [], []
     for t in range(steps):

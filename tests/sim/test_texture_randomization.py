@@ -152,7 +152,7 @@ def test_the_textured_twin_keeps_the_contract_and_gymnasiums_checks() -> None:
 
 
 def test_a_config_from_before_the_factor_keeps_its_preset_without_textures() -> None:
-    from vlmrl.checkpoint import fill_new_fields
+    from vlmrl.loop.checkpoint import fill_new_fields
 
     old = RandomizeConfig(preset="light")
     del old.__dict__["texture"]  # as unpickled from before the field existed

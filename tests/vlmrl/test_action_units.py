@@ -1,4 +1,4 @@
-"""vlmrl.sources: a joint-delta policy's actions to the arm's joint targets and back (what finetune stores)."""
+"""vlmrl.loop.sources: a joint-delta policy's actions to the arm's joint targets and back (what finetune stores)."""
 
 import dataclasses
 
@@ -9,7 +9,7 @@ from robot.config import SO101_JOINT_KEYS, ArmConfig, LeRobotEnvConfig, SafetyCo
 from robot.lerobot_env import LeRobotEnv
 from robot.lerobot_robot import make_robot
 from sim.lerobot_twin import home_action, make_sim_so101
-from vlmrl.sources import agent_action, arm_targets
+from vlmrl.loop.sources import agent_action, arm_targets
 
 SCALE = [8.0] * 5 + [25.0]
 

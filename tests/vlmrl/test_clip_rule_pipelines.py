@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from buffer.clips import ClipRef, clip_last_step, plan_episode_clips, scores_per_step
-from vlmrl.evaluation import EpisodeRecord
+from vlmrl.evaluation.episodes import EpisodeRecord
+from vlmrl.online.report import clip_scores_for_episode
 from vlmrl.pipelines.score import clip_labels, step_scores
-from vlmrl.report import clip_scores_for_episode
 
 
 class FirstFrameScorer:

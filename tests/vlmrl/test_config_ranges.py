@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from vlmrl import cli
 from vlmrl.config_ranges import RANGES, Range, check_ranges, numeric_types, option_name
 from vlmrl.errors import ConfigError
-from vlmrl.train_config import TrainConfig
+from vlmrl.online.config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 SCORERS = {"OracleConfig": "oracle", "HFConfig": "hf", "OpenAIConfig": "openai", "CLIPConfig": "clip",
@@ -219,8 +219,8 @@ def _train(args: list[str]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     refuse = AssertionError("the config was accepted and a run started")
     with (
-        mock.patch("vlmrl.trainer.Trainer.create", side_effect=refuse),
-        mock.patch("vlmrl.trainer.Trainer.resume", side_effect=refuse),
+        mock.patch("vlmrl.online.trainer.Trainer.create", side_effect=refuse),
+        mock.patch("vlmrl.online.trainer.Trainer.resume", side_effect=refuse),
         contextlib.redirect_stdout(out),
         contextlib.redirect_stderr(err),
     ):

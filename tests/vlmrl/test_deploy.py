@@ -13,8 +13,9 @@ from agents.sac import SAC
 from robot.config import SO101_JOINT_KEYS, SO101_JOINT_LIMITS, ArmConfig, LeRobotEnvConfig, WatchdogConfig
 from sim.config import SimConfig
 from vlmrl import cli
+from vlmrl.deployment import policy_episodes
 from vlmrl.errors import ConfigError
-from vlmrl.pipelines import common, deploy
+from vlmrl.pipelines import deploy
 
 ACTIONS = gym.spaces.Box(
     np.array([SO101_JOINT_LIMITS[k][0] for k in SO101_JOINT_KEYS], np.float32),
@@ -34,7 +35,7 @@ JOINTS_AND_FRONT = {"pixels/front": ((48, 48, 3), np.dtype(np.uint8))} | {
 
 def run_info(**overrides):
     sim = SimConfig(task="reach", cameras=("front",), image_size=48, control_hz=20.0, action_mode="absolute")
-    return common.policy_run_info(dataclasses.replace(sim, **overrides), "robot")
+    return policy_episodes.policy_run_info(dataclasses.replace(sim, **overrides), "robot")
 
 
 def config(tmp_path, policy, **overrides):

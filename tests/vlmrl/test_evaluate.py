@@ -16,8 +16,10 @@ from agents.sac import SAC
 from robot.config import SO101_JOINT_KEYS, SO101_JOINT_LIMITS
 from sim.config import SimConfig
 from sim.randomization import FACTORS, PRESETS
-from vlmrl import cli, perturbation_grid
-from vlmrl.pipelines import common, evaluate
+from vlmrl import cli
+from vlmrl.deployment import policy_episodes
+from vlmrl.evaluation import perturbation_grid
+from vlmrl.pipelines import evaluate
 
 ACTIONS = gym.spaces.Box(
     np.array([SO101_JOINT_LIMITS[k][0] for k in SO101_JOINT_KEYS], np.float32),
@@ -31,7 +33,7 @@ OBS = {"pixels/front": ((48, 48, 3), np.dtype(np.uint8))} | {
 def export(tmp_path, suite="so101"):
     sac = SAC(SACConfig(hidden_dims=(32, 32), pixel=SACConfig().pixel), OBS, ACTIONS)
     sim = SimConfig(task="reach", cameras=("front",), image_size=48, control_hz=20.0)
-    run = common.policy_run_info(sim, "robot") | {"suite": suite}
+    run = policy_episodes.policy_run_info(sim, "robot") | {"suite": suite}
     return export_policy(sac, tmp_path / "policy.pt", run=run)
 
 

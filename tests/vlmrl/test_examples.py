@@ -55,7 +55,7 @@ def test_a_custom_scorer_scores_the_training_clips(tmp_path):
 
 def test_a_custom_task_trains_by_name_and_leaves_the_task_table_as_it_was(tmp_path):
     from sim.so101.tasks import TASKS
-    from vlmrl.checkpoint import load_checkpoint
+    from vlmrl.loop.checkpoint import load_checkpoint
 
     before = dict(TASKS)
     result = load_example("custom_task").main(["--tiny", "--out", str(tmp_path / "run")])

@@ -16,7 +16,8 @@ from robot.config import SO101_JOINT_KEYS, ArmConfig
 from sim import SimConfig, make_env
 from tests.vlmrl.pipeline_helpers import finetune_config as config
 from vlm.config import AuxRewardConfig, OracleConfig, WorkerConfig
-from vlmrl import robot_arms, trained_run
+from vlmrl.arm import robot_arms, trained_run
+from vlmrl.deployment import robot_env
 from vlmrl.errors import ConfigError
 from vlmrl.pipelines import finetune
 
@@ -84,8 +85,8 @@ def operator_takes_over_holding_w(monkeypatch) -> None:
         jog.press("w")
         return jog
 
-    monkeypatch.setattr(teleop, "OperatorKeys", taking_over)
-    monkeypatch.setattr(teleop, "KeyboardJog", held_w)
+    monkeypatch.setattr(robot_arms, "OperatorKeys", taking_over)  # as the arms' module opens them
+    monkeypatch.setattr(robot_arms, "KeyboardJog", held_w)
 
 
 def stored_buffer(out_dir):
@@ -222,7 +223,7 @@ def unweighted_and_stored_aux(store, buffer_cfg, aux_cfg):
 
 def effective_aux_weight(run_dir, store, aux_cfg) -> float:
     """How many times the unweighted aux reward of its clip scores a run's sampled rewards get."""
-    from vlmrl.checkpoint import load_checkpoint
+    from vlmrl.loop.checkpoint import load_checkpoint
 
     buffer_cfg = load_checkpoint(run_dir)["buffer_config"]
     unit, stored = unweighted_and_stored_aux(store, buffer_cfg, aux_cfg)
@@ -271,7 +272,7 @@ def test_a_sim_run_from_an_older_version_is_read_like_a_resume_and_keeps_its_aux
     finetune's own torch.load failed on configs pickled before fields were added. Its two aux weights
     (aux_reward.weight 2, aux_reward_weight 0.5: from before the one-weight rule) act as their product,
     as when train resumes it (finetune used 0.5)."""
-    from vlmrl.train_config import TrainConfig
+    from vlmrl.online.config import TrainConfig
 
     sim_cfg = SimConfig(task="lift", cameras=("front",), image_size=32)
     env = make_env(sim_cfg)
@@ -352,8 +353,8 @@ def test_a_joint_delta_run_is_fine_tuned_storing_the_deltas_the_arm_was_sent(tmp
     assert np.all(np.abs(stored) <= 1.0) and np.abs(stored).max() > 0
     assert stored == pytest.approx(np.clip(applied, -1.0, 1.0), abs=1e-5)
     # --actors: a robot actor maps its arm's actions the same way (RobotActor, run here without Ray)
-    from vlmrl.env_actor import PolicySpec
-    from vlmrl.robot_actor import RobotActor
+    from vlmrl.actors.env_actor import PolicySpec
+    from vlmrl.actors.robot_actor import RobotActor
 
     state = trained_run.load_sim_run(tmp_path / "sim")
     obs_spec = trained_run.policy_obs_spec(state)
@@ -475,8 +476,6 @@ def test_the_reward_never_comes_from_privileged_progress_and_the_report_says_whe
 ):
     """The sim run's oracle is dropped (keys only), ``--scorer scorer:oracle`` is refused in one line, a pixel
     scorer adds its aux reward; the env never reads the twin's task status."""
-    from vlmrl.pipelines import common
-
     run, _ = sim_run(tmp_path)
     base = config(tmp_path, run)
     train = trained_run.load_sim_run(run)["config"]
@@ -502,7 +501,7 @@ def test_the_reward_never_comes_from_privileged_progress_and_the_report_says_whe
 
     def spying(*args, **kwargs):
         made.update(kwargs)
-        return common.make_robot_env(*args, **kwargs)
+        return robot_env.make_robot_env(*args, **kwargs)
 
     monkeypatch.setattr(robot_arms, "make_robot_env", spying)
     assert finetune.main(dataclasses.replace(base, episodes=1, scorer="none")) == 0

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from buffer import BufferConfig, PERSamplerConfig, make_buffer
-from vlmrl.learner import Learner, LoopState, UpdatePlan
-from vlmrl.train_config import REPLAYS, takes_td_errors
+from vlmrl.loop.learner import Learner, LoopState, UpdatePlan
+from vlmrl.loop.replays import REPLAYS, takes_td_errors
 
 EPISODE_STEPS = 4
 

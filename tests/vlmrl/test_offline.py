@@ -14,9 +14,9 @@ import zarr
 
 from agents.config import IQLConfig, PixelEncoderConfig
 from vlmrl import cli
-from vlmrl.datasets import label_rewards, load_episodes
 from vlmrl.errors import ConfigError
-from vlmrl.offline import OfflineConfig, main
+from vlmrl.offline.datasets import label_rewards, load_episodes
+from vlmrl.offline.run import OfflineConfig, main
 
 TINY = IQLConfig(hidden_dims=(16, 16), pixel=PixelEncoderConfig(channels=4, num_layers=2, feature_dim=8))
 

@@ -15,8 +15,13 @@ from agents.config import IQLConfig
 from agents.iql import IQL
 from sim.config import SimConfig
 from sim.factory import make_env
-from vlmrl.datasets import OfflineDataset, episodes_from_rollouts, label_rewards, mixed_quality_episodes
-from vlmrl.evaluation import evaluate
+from vlmrl.evaluation.episodes import evaluate
+from vlmrl.offline.datasets import (
+    OfflineDataset,
+    episodes_from_rollouts,
+    label_rewards,
+    mixed_quality_episodes,
+)
 
 
 @pytest.mark.slow

@@ -14,11 +14,11 @@ from buffer import BufferConfig
 from sim.config import SimConfig
 from sim.factory import make_env
 from vlmrl import cli
-from vlmrl.assembly import open_episode_store
-from vlmrl.datasets import mixed_quality_episodes
 from vlmrl.errors import ConfigError
-from vlmrl.offline_handover import online_config
-from vlmrl.train_config import TrainConfig
+from vlmrl.loop.assembly import open_episode_store
+from vlmrl.offline.datasets import mixed_quality_episodes
+from vlmrl.online.config import TrainConfig
+from vlmrl.online.offline_handover import online_config
 
 SIM = SimConfig(task="lift", cameras=("front",), image_size=32, action_mode="delta", max_episode_steps=8)
 
@@ -67,7 +67,7 @@ def test_then_online_continues_in_the_twin_from_the_offline_agent_with_the_data_
     assert state["agent"]["num_updates"] > 0
 
     # The online agent starts from the offline one: its policy and Q-networks, before any update.
-    from vlmrl.trainer import Trainer
+    from vlmrl.online.trainer import Trainer
 
     start = online_config(TrainConfig(eval_episodes=1, video_episodes=0), run, 8)
     trainer = Trainer.create(dataclasses.replace(start, run_dir=str(tmp_path / "fresh")))

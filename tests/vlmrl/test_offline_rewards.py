@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from agents.config import IQLConfig, PixelEncoderConfig
-from vlmrl.datasets import label_rewards
-from vlmrl.offline import OfflineRun, from_train_config
-from vlmrl.train_config import TrainConfig
+from vlmrl.offline.datasets import label_rewards
+from vlmrl.offline.run import OfflineRun, from_train_config
+from vlmrl.online.config import TrainConfig
 
 TINY = IQLConfig(hidden_dims=(16, 16), pixel=PixelEncoderConfig(channels=4, num_layers=2, feature_dim=8))
 

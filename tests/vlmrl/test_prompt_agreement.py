@@ -18,9 +18,10 @@ from sim.config import SimConfig
 from sim.so101.tasks import TASKS
 from vlm import ScoreCalibration, prompt_hash
 from vlm.config import CLIPConfig, OracleConfig, WorkerConfig
-from vlmrl import scorer_choice
+from vlmrl.online import trainer
 from vlmrl.pipelines import record, score
 from vlmrl.pipelines import train as train_pipeline
+from vlmrl.scorers import choice as scorer_choice
 
 
 class PromptSpy:
@@ -41,9 +42,9 @@ class PromptSpy:
 def spy(monkeypatch):
     prompts: list[str] = []
     real = vlm.make_scorer
-    # Every verb opens its scorer through vlmrl.scorer_choice.ready_scorer, which builds it there.
+    # Every verb opens its scorer through vlmrl.scorers.choice.ready_scorer, which builds it there.
     monkeypatch.setattr(scorer_choice, "make_scorer", lambda cfg: PromptSpy(real(OracleConfig()), prompts))
-    monkeypatch.setattr(vlm, "check_reachable", lambda cfg: None)  # the spy stands in for any model
+    monkeypatch.setattr(trainer, "check_reachable", lambda cfg: None)  # the spy stands in for any model
     return prompts
 
 

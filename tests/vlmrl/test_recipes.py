@@ -10,10 +10,10 @@ import tyro
 from sim.config import SimConfig
 from vlmrl.cli import main as cli_main
 from vlmrl.errors import ConfigError
+from vlmrl.online.config import TrainConfig
+from vlmrl.online.recipes import RECIPES, describe, overridden, recipe_changes, recipe_config, recipe_settings
+from vlmrl.online.report import recipe_lines
 from vlmrl.pipelines.train import Config, cli_default
-from vlmrl.recipes import RECIPES, describe, overridden, recipe_changes, recipe_config, recipe_settings
-from vlmrl.report import recipe_lines
-from vlmrl.train_config import TrainConfig
 
 
 def parse(*args: str) -> TrainConfig:

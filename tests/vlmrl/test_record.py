@@ -57,7 +57,7 @@ def test_keyboard_jogging_drives_the_twin_and_records_what_was_sent(tmp_path, mo
         jogs.append(jog)
         return jog
 
-    monkeypatch.setattr(teleop, "KeyboardJog", held_w)
+    monkeypatch.setattr(record, "KeyboardJog", held_w)  # as the verb opens it
     assert record.main(config(tmp_path, source="keyboard", episodes=1, export_lerobot=False)) == 0
     from buffer import BufferConfig, make_buffer
 
@@ -200,7 +200,7 @@ def test_the_twin_records_at_its_training_rate_unless_told_otherwise(tmp_path):
 
 def test_the_watchdog_is_on_for_arms_and_off_for_the_lockstep_twin_unless_asked(tmp_path):
     from robot.watchdog import Watchdog
-    from vlmrl.pipelines.common import make_robot_env
+    from vlmrl.deployment.robot_env import make_robot_env
 
     assert Watchdog(WatchdogConfig(), period_s=0.05, on_trip=lambda reason: None).enabled  # a real arm
     default = config(tmp_path, env=LeRobotEnvConfig(image_size=32))

@@ -24,9 +24,9 @@ from sim.config import SimConfig
 from sim.so101.env import STATE_NAMES
 from tests.vlmrl.pipeline_helpers import record_config
 from vlmrl import cli
-from vlmrl.checkpoint import load_checkpoint
-from vlmrl.datasets import load_episodes
 from vlmrl.errors import ConfigError
+from vlmrl.loop.checkpoint import load_checkpoint
+from vlmrl.offline.datasets import load_episodes
 from vlmrl.pipelines import record
 from vlmrl.pipelines.train import TrainConfig, main
 

@@ -17,8 +17,8 @@ from buffer.config import BufferConfig
 from sim.config import SimConfig
 from vlmrl import cli
 from vlmrl.errors import ConfigError
+from vlmrl.online.config import TrainConfig
 from vlmrl.pipelines.train import main
-from vlmrl.train_config import TrainConfig
 
 
 def tiny(run_dir: Path, **overrides) -> TrainConfig:
@@ -107,7 +107,7 @@ def test_invocation_options_are_accepted_and_the_run_goes_on(runs, tmp_path) -> 
         "--resume", str(run), "--stop-after-steps", "10", "--no-progress", "--torch-threads", "1"
     )
     assert code == 0, err
-    from vlmrl.checkpoint import load_checkpoint
+    from vlmrl.loop.checkpoint import load_checkpoint
 
     assert load_checkpoint(run)["loop"].step >= 30
 
@@ -126,7 +126,7 @@ def test_a_finished_run_is_said_finished_and_nothing_is_written(runs) -> None:
 
 
 def test_given_paths_and_conflicts() -> None:
-    from vlmrl.resume_check import conflicts, given_paths
+    from vlmrl.online.resume_check import conflicts, given_paths
 
     assert given_paths(["--sim.task", "lift", "--agent.no-layer-norm", "--buffer.gamma=0.5", "scorer:hf", "-5"]) == {
         "sim.task", "agent.layer_norm", "buffer.gamma", "scorer",

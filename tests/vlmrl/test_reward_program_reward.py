@@ -10,8 +10,8 @@ from sim import make_env
 from sim.config import SimConfig
 from sim.so101.scripted import ScriptedPolicy
 from vlm.reward_program import load_program
-from vlmrl.car_reward import CaRReward, check_program_target, robot_view, subtask_curve, twin_view
 from vlmrl.errors import ConfigError
+from vlmrl.scorers.car_reward import CaRReward, check_program_target, robot_view, subtask_curve, twin_view
 
 LIFT = "examples/reward_programs/lift.json"
 

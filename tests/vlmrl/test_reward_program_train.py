@@ -11,8 +11,8 @@ from buffer.config import BufferConfig
 from sim.config import SimConfig
 from vlm.reward_program import load_program, save_program
 from vlmrl.errors import ConfigError
+from vlmrl.online.config import TrainConfig
 from vlmrl.pipelines.train import main
-from vlmrl.train_config import TrainConfig
 
 LIFT = Path(__file__).resolve().parents[2] / "examples" / "reward_programs" / "lift.json"
 

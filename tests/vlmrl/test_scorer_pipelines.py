@@ -306,8 +306,8 @@ def test_train_renders_at_the_learned_scorers_size_unless_told(random_student, c
     import dataclasses
 
     from vlm.config import LearnedConfig
+    from vlmrl.online.config import TrainConfig
     from vlmrl.pipelines.train import sim_size_for_learned_scorer
-    from vlmrl.train_config import TrainConfig
 
     cfg = TrainConfig(scorer=LearnedConfig(path=str(random_student)))
     assert sim_size_for_learned_scorer(cfg).sim.image_size == 16  # the fitted size

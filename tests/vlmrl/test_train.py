@@ -18,10 +18,10 @@ from sim.randomization import PRESETS
 from vlm.aux_reward import aux_rewards
 from vlm.config import AuxRewardConfig, WorkerConfig
 from vlmrl import cli
-from vlmrl.checkpoint import load_checkpoint
 from vlmrl.errors import ConfigError
+from vlmrl.loop.checkpoint import load_checkpoint
+from vlmrl.online.trainer import Trainer
 from vlmrl.pipelines.train import TrainConfig, main
-from vlmrl.trainer import Trainer
 
 
 def tiny(run_dir: Path, **overrides) -> TrainConfig:
@@ -339,7 +339,7 @@ def test_replay_sampler_settings_come_from_the_command_line() -> None:
     import tyro
 
     from buffer.config import PERSamplerConfig, VLMMixSamplerConfig
-    from vlmrl import trainer
+    from vlmrl.online import trainer
     from vlmrl.pipelines import train
 
     args = ["--replay", "vlm", "--vlm-sampler.warmup-steps", "2000", "--vlm-sampler.lambda-end", "0.8"]
@@ -482,15 +482,15 @@ def test_checkpoints_naming_the_config_classes_where_they_used_to_live_still_loa
     tmp_path, monkeypatch
 ) -> None:
     """Checkpoints pickle classes by module path: runs from before the learner loop name
-    vlmrl.pipelines.train.TrainConfig and vlmrl.trainer.LoopState, which must keep resolving."""
-    from vlmrl.learner import LoopState
+    vlmrl.pipelines.train.TrainConfig and vlmrl.online.trainer.LoopState, which must keep resolving."""
+    from vlmrl.loop.learner import LoopState
 
     monkeypatch.setattr(TrainConfig, "__module__", "vlmrl.pipelines.train")
-    monkeypatch.setattr(LoopState, "__module__", "vlmrl.trainer")
+    monkeypatch.setattr(LoopState, "__module__", "vlmrl.online.trainer")
     (tmp_path / "checkpoint").mkdir()
     torch.save({"config": TrainConfig(), "loop": LoopState(step=7)}, tmp_path / "checkpoint" / "state.pt")
     raw = (tmp_path / "checkpoint" / "state.pt").read_bytes()
-    assert b"vlmrl.pipelines.train" in raw and b"vlmrl.trainer" in raw
+    assert b"vlmrl.pipelines.train" in raw and b"vlmrl.online.trainer" in raw
     monkeypatch.undo()
     state = load_checkpoint(tmp_path)
     assert isinstance(state["config"], TrainConfig) and state["loop"].step == 7
@@ -499,7 +499,7 @@ def test_checkpoints_naming_the_config_classes_where_they_used_to_live_still_loa
 def test_a_checkpoint_from_before_prior_share_resumes_without_prior_mixing(tmp_path) -> None:
     """prior_share's default (0.5) would change how a resumed run with demonstrations samples; a checkpoint
     written before the field existed gets the old behaviour's value (TrainConfig.LEGACY_DEFAULTS)."""
-    from vlmrl.learner import LoopState
+    from vlmrl.loop.learner import LoopState
 
     old = TrainConfig(demo_episodes=2)
     del vars(old)["prior_share"]
@@ -513,7 +513,7 @@ def test_a_checkpoint_from_before_the_patch_embedding_keeps_its_3x3_first_layer(
     """The pixel encoder's default first layer became a 4x4 patch embedding; a checkpoint written before
     PixelEncoderConfig.patch_size existed gets 0 (LEGACY_DEFAULTS), so its weights still fit."""
     from agents.encoders import PixelEncoder
-    from vlmrl.learner import LoopState
+    from vlmrl.loop.learner import LoopState
 
     old = TrainConfig()
     del vars(old.agent.pixel)["patch_size"]
@@ -529,7 +529,7 @@ def test_configs_from_before_the_windup_bound_keep_the_unbounded_twin(tmp_path) 
     """max_windup_deg's default (16) changes the twin's joint-delta dynamics: a checkpoint, a policy's run info
     or a recording's sim_config written before it existed gets 0 (SimConfig.LEGACY_DEFAULTS)."""
     from sim.config import SimConfig, stored_sim_settings
-    from vlmrl.learner import LoopState
+    from vlmrl.loop.learner import LoopState
 
     old = TrainConfig()
     del vars(old.sim)["max_windup_deg"]

@@ -10,7 +10,7 @@ import pytest
 from agents.config import SACConfig
 from buffer.config import BufferConfig
 from sim.config import SimConfig
-from vlmrl.checkpoint import load_checkpoint
+from vlmrl.loop.checkpoint import load_checkpoint
 from vlmrl.pipelines.train import TrainConfig, main
 
 

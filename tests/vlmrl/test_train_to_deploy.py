@@ -19,9 +19,9 @@ from sim.config import SimConfig
 from tests.vlmrl.pipeline_helpers import finetune_config
 from vlmrl import cli
 from vlmrl.errors import ConfigError
+from vlmrl.online.trainer import Trainer
 from vlmrl.pipelines import deploy
 from vlmrl.pipelines.train import TrainConfig, main
-from vlmrl.trainer import Trainer
 
 
 def robot_policy_run(run_dir, **overrides):
@@ -159,7 +159,7 @@ def test_finetune_on_the_twin_learns_from_the_robots_transitions(tmp_path):
     collected but did not learn (or learned from other data) would pass a "policy changed" check only."""
     from agents.sac import SAC
     from buffer import make_buffer
-    from vlmrl.checkpoint import load_checkpoint
+    from vlmrl.loop.checkpoint import load_checkpoint
     from vlmrl.pipelines import finetune
 
     torch.set_num_threads(1)

@@ -17,10 +17,10 @@ from buffer.clips import ClipRef
 from tests.vlmrl.view_store import CLIP_LENGTH, CLIP_STRIDE, make_view_store
 from vlmrl import cli
 from vlmrl.errors import ConfigError
-from vlmrl.labels import Label, LabelFile, read_labels, window_targets
 from vlmrl.pipelines import scorer as fit
 from vlmrl.pipelines import view
-from vlmrl.scorer_eval import Recording, dense_windows, window_labels
+from vlmrl.scorers.evaluation import Recording, dense_windows, window_labels
+from vlmrl.scorers.labels import Label, LabelFile, read_labels, window_targets
 
 
 @pytest.fixture(scope="module")

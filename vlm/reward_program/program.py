@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from vlm.errors import VLMError
+from vlm.reward_program import checker, worker
 from vlm.reward_program.checker import ProgramRejected, check_program
 from vlm.reward_program.view import ROBOT_FIELDS
 
@@ -84,8 +85,6 @@ def program_digest(task: str, subtasks: tuple[Subtask, ...]) -> str:
 
 def checker_version() -> str:
     """sha256 of the allow-list and the worker's source files: a verification holds for these only."""
-    from vlm.reward_program import checker, worker
-
     digest = hashlib.sha256()
     for module in (checker, worker):
         digest.update(Path(str(module.__file__)).read_bytes())

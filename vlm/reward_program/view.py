@@ -2,7 +2,7 @@
 
 A reward program never sees the env's raw observation. It gets ``obs``, a read-only object whose
 attributes are the fields below (float64 arrays, or floats for scalars), built by the caller from the
-simulator's state (``vlmrl.car_reward``) or, on a real arm, from what the robot reports. Fields marked
+simulator's state (``vlmrl.scorers.car_reward``) or, on a real arm, from what the robot reports. Fields marked
 ``on_robot=False`` exist only in simulation (object and goal poses, the end-effector pose that LeRobot's
 SO-101 does not report): a program that reads them may shape rewards in simulation but cannot run where
 the arm itself would compute the reward.

@@ -47,6 +47,7 @@ from calibration.intrinsics import check_image_sizes
 from calibration.plots import plot_detections, plot_reprojection_errors
 from calibration.store import camera_path, hand_eye_path
 from calibration.transforms import make_transform, pose_difference
+from sim.rendering import select_gl_backend
 from vlmrl.errors import ConfigError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
@@ -349,8 +350,6 @@ def run_hand_eye(cfg: HandEyeCommand) -> int:
 
 def run_sim_camera(cfg: SimCameraCommand) -> int:
     if cfg.mjcf is not None:
-        from sim.rendering import select_gl_backend
-
         select_gl_backend()  # before mujoco is imported: MuJoCo fixes its GL backend on import
     from sim.camera_match import CameraRenderer, load_sim_camera
 

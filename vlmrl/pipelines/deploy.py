@@ -28,21 +28,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from robot.signals import interrupt_on_signals
 from sim.config import joint_delta_scale
-from vlmrl.errors import ConfigError
-from vlmrl.pipelines.common import (
-    RobotEnvConfig,
-    check_policy_fits,
+from sim.video import write_video
+from vlmrl.deployment.policy_episodes import (
     clip_counts_line,
     describe_run,
-    make_robot_env,
     refuse_privileged,
     run_policy_episode,
     warm_up,
-    write_config,
 )
-from vlmrl.pipelines.common import fit_to_policy as common_fit_to_policy
-from vlmrl.run_dir import NewPaths
+from vlmrl.deployment.policy_episodes import fit_to_policy as common_fit_to_policy
+from vlmrl.deployment.robot_env import RobotEnvConfig, check_policy_fits, make_robot_env
+from vlmrl.errors import ConfigError
+from vlmrl.run_dir import NewPaths, write_config
 
 logger = logging.getLogger("vlmrl.deploy")
 
@@ -69,15 +68,13 @@ class Config(RobotEnvConfig):
 
 
 def fit_to_policy(cfg: Config, run: dict[str, Any], reads_pixels: bool) -> Config:
-    """``cfg`` fitted to the policy it runs (``vlmrl.pipelines.common.fit_to_policy``)."""
+    """``cfg`` fitted to the policy it runs (``vlmrl.deployment.policy_episodes.fit_to_policy``)."""
     return common_fit_to_policy(cfg, run, reads_pixels, f"policy {cfg.policy}")
 
 
 def main(cfg: Config) -> int:
     """Run ``cfg.episodes`` episodes of the policy; returns 0 (errors raise the package error types)."""
     from agents.export import load_policy
-    from robot.signals import interrupt_on_signals
-    from sim.video import write_video
 
     if cfg.episodes < 1:
         raise ConfigError(f"--episodes {cfg.episodes}: expected at least 1")

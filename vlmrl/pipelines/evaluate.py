@@ -4,7 +4,7 @@
 
     vlmrl evaluate --policy policy.pt --perturb medium --scorer "scorer:learned --scorer.path student.pt"
 
-The grid (``vlmrl.perturbation_grid``) is fixed: the nominal twin, one row per factor the preset turns on
+The grid (``vlmrl.evaluation.perturbation_grid``) is fixed: the nominal twin, one row per factor the preset turns on
 (that factor alone) and a row with every factor at once, each over the same ``--episodes`` start states,
 with perturbations 1 to 1.5 times the preset's ranges from a seed stream training never uses. Writes into
 ``out_dir``: ``evaluate.md`` (the table), ``evaluate.json`` (per row and per episode, the draws included),
@@ -15,7 +15,7 @@ scorer, written as after ``vlmrl score EPISODES``) adds the scorer's ROC-AUC on 
 
 ``--robot.unit`` runs the policy on the twin robot of each hardware-like unit (``sim.units``; ``all``: every
 one) and of the nominal unit, through the safety layer as ``vlmrl deploy --robot.unit`` runs it, on the
-grid's start states (``vlmrl.unit_evaluation``): ``units.md``, ``units.json`` and ``unit_views.png``.
+grid's start states (``vlmrl.evaluation.units``): ``units.md``, ``units.json`` and ``unit_views.png``.
 """
 
 from __future__ import annotations
@@ -28,10 +28,14 @@ from typing import Annotated, Any
 
 import tyro
 
+from sim.config import SimConfig, stored_sim_settings
+from sim.factory import make_env
 from vlmrl.errors import ConfigError
-from vlmrl.perturbation_grid import GridSpec, markdown_table, run_grid, write_grid
-from vlmrl.pipelines.common import write_config
-from vlmrl.scorer_choice import parse_scorer, ready_scorer
+from vlmrl.evaluation.perturbation_grid import GridSpec, grid_rows, markdown_table, run_grid, write_grid
+from vlmrl.evaluation.units import markdown_table as units_table
+from vlmrl.evaluation.units import run_units, unit_names, write_units
+from vlmrl.run_dir import write_config
+from vlmrl.scorers.choice import parse_scorer, ready_scorer
 
 logger = logging.getLogger("vlmrl.evaluate")
 
@@ -75,8 +79,6 @@ class Config:
 
 def sim_config_for(run: dict[str, Any], cfg: Config) -> Any:
     """The nominal twin the policy was trained in (``policy_run_info``), for ``cfg``'s episode length."""
-    from sim.config import SimConfig, stored_sim_settings
-
     if not run:
         raise ConfigError(
             f"policy {cfg.policy} does not record how it was trained (task, cameras, image size): "
@@ -115,9 +117,7 @@ def grid_spec(cfg: Config) -> GridSpec:
 def main(cfg: Config) -> int:
     """Run the grid and write the table, the JSON and the picture; returns 0."""
     from agents.export import load_policy
-    from sim.factory import make_env
-    from vlmrl.perturbation_grid import grid_rows
-    from vlmrl.pipelines.common import check_policy_fits
+    from vlmrl.deployment.robot_env import check_policy_fits
 
     if cfg.episodes < 1:
         raise ConfigError(f"--episodes {cfg.episodes}: expected at least 1")
@@ -176,10 +176,8 @@ def main(cfg: Config) -> int:
 
 
 def evaluate_units(cfg: Config, spec: GridSpec) -> int:
-    """``--robot.unit``: the policy on the twin's units (``vlmrl.unit_evaluation``); returns 0."""
+    """``--robot.unit``: the policy on the twin's units (``vlmrl.evaluation.units``); returns 0."""
     from agents.export import load_policy
-    from vlmrl.unit_evaluation import markdown_table as units_table
-    from vlmrl.unit_evaluation import run_units, unit_names, write_units
 
     names = unit_names(cfg.units)
     if cfg.scorer is not None:

@@ -4,7 +4,7 @@
     vlmrl finetune --from runs/train/so101-lift --robot.type so101_follower --robot.port /dev/ttyACM0
     vlmrl finetune --from runs/offline-lerobot --robot.type so101_follower ...    # from offline RL
 
-Several arms at once: ``--actors N`` (Ray), see ``vlmrl.robot_arms``.
+Several arms at once: ``--actors N`` (Ray), see ``vlmrl.arm.robot_arms``.
 
 On the twin, ``--operator scripted`` puts the twin's scripted operator at the arm (``sim.scripted_operator``):
 it presses success when the task holds, and failure when the policy is hopelessly stuck, and takes over with
@@ -26,10 +26,10 @@ intervention steps and takeovers, safety clips by reason.
 
 Episodes are as long as the sim run's training episodes unless ``--env.max-episode-steps`` is given, and
 the task, cameras, image size and control rate follow the sim run as in ``vlmrl deploy``
-(``vlmrl.pipelines.common.fit_to_policy``).
+(``vlmrl.deployment.policy_episodes.fit_to_policy``).
 
 An offline run (``vlmrl train --offline DATA --policy-obs robot`` on the arm's recordings) starts it too:
-its IQL networks are handed over to SAC (``agents.handover``, ``vlmrl.offline_handover``).
+its IQL networks are handed over to SAC (``agents.handover``, ``vlmrl.online.offline_handover``).
 
 The agent (actor, critics, temperature, normaliser) starts from ``RUN_DIR/checkpoint/state.pt``. Each
 episode runs at the fixed control rate through the safety layer; gradient updates happen between
@@ -39,11 +39,11 @@ take over (the keyboard jog or a leader arm drives; what was sent is stored and 
 = emergency stop. Transitions go to ``out_dir/buffer.zarr`` one committed episode at a time (a power cut
 loses at most the episode in flight); new clips go to the async VLM worker, whose scores set sampling
 priorities and the aux reward (weighted by the sim run's ``aux_reward_weight``, scores calibrated by its
-score calibration, as in training). The loop is `vlmrl train`'s (``vlmrl.learner``) with the robot as
+score calibration, as in training). The loop is `vlmrl train`'s (``vlmrl.loop.learner``) with the robot as
 the experience source. After every episode the run is checkpointed in `vlmrl train`'s format
-(``out_dir/checkpoint/state.pt``, ``vlmrl.checkpoint``); the policy is exported to ``out_dir/policy.pt``
+(``out_dir/checkpoint/state.pt``, ``vlmrl.loop.checkpoint``); the policy is exported to ``out_dir/policy.pt``
 at the end.
-What the sim run's checkpoint must hold: ``vlmrl.trained_run``.
+What the sim run's checkpoint must hold: ``vlmrl.arm.trained_run``.
 """
 
 from __future__ import annotations
@@ -55,28 +55,24 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
+from agents.export import export_policy
+from agents.sim_to_robot import estimate_dim_of
 from buffer.config import BufferConfig
+from robot.config import LeRobotEnvConfig
+from robot.signals import interrupt_on_signals
 from sim.config import ScriptedOperatorConfig
 from vlm.config import WorkerConfig
-from vlmrl.assembly import ScoringSpec, StoreSpec, build_agent, build_learner, learner_checkpoint
-from vlmrl.checkpoint import checkpoint_to_resume, save_checkpoint
-from vlmrl.env_actor import POLICY_VERSION_KEY
-from vlmrl.errors import ConfigError
-from vlmrl.finetune_report import describe_operator, describe_robot, episode_record, log_episode, write_report
-from vlmrl.learner import UpdatePlan
-from vlmrl.pipelines.common import (
-    RobotEnvConfig,
-    adopt_trained,
-    fit_to_policy,
-    policy_run_info,
-    write_config,
+from vlmrl.actors.env_actor import POLICY_VERSION_KEY
+from vlmrl.actors.robot_actor import RobotSide
+from vlmrl.arm.finetune_report import (
+    describe_operator,
+    describe_robot,
+    episode_record,
+    log_episode,
+    write_report,
 )
-from vlmrl.robot_actor import RobotSide
-from vlmrl.robot_arms import check_actor_settings, check_operator, control_hz_of, one_arm, several_arms
-from vlmrl.run_dir import NewPaths
-from vlmrl.sources import ROBOT_INFO_KEYS
-from vlmrl.train_config import RayConfig
-from vlmrl.trained_run import (
+from vlmrl.arm.robot_arms import check_actor_settings, check_operator, control_hz_of, one_arm, several_arms
+from vlmrl.arm.trained_run import (
     action_space_of,
     aux_weight_of,
     delta_scale_of,
@@ -87,6 +83,16 @@ from vlmrl.trained_run import (
     sim_policy_run_info,
     start_from_sim_run,
 )
+from vlmrl.deployment.policy_episodes import adopt_trained, fit_to_policy, policy_run_info
+from vlmrl.deployment.robot_env import RobotEnvConfig
+from vlmrl.errors import ConfigError
+from vlmrl.loop.assembly import ScoringSpec, StoreSpec, build_agent, build_learner, learner_checkpoint
+from vlmrl.loop.checkpoint import checkpoint_to_resume, save_checkpoint
+from vlmrl.loop.learner import UpdatePlan
+from vlmrl.loop.sources import ROBOT_INFO_KEYS
+from vlmrl.offline.run import is_offline_run
+from vlmrl.online.config import RayConfig
+from vlmrl.run_dir import NewPaths, write_config
 
 INFO_KEYS = ROBOT_INFO_KEYS
 
@@ -161,15 +167,13 @@ class Config(RobotEnvConfig):
 def fit_to_sim_run(cfg: Config, train: Any, offline: bool = False) -> Config:
     """``cfg`` with the sim run's task, cameras, image size, control rate, episode length and anti-windup
     bound where they were left at their defaults, as ``vlmrl deploy`` fits a policy file
-    (``vlmrl.pipelines.common.fit_to_policy``); an ``offline`` run (recordings, not the twin) gives only its
+    (``vlmrl.deployment.policy_episodes.fit_to_policy``); an ``offline`` run (recordings, not the twin) gives only its
     image size and bound.
 
     Raises:
         ConfigError: an option given and not the run's, or a run whose actions are neither joint targets nor
             joint deltas (``--sim.action-mode ee_delta``).
     """
-    from robot.config import LeRobotEnvConfig
-
     sim = train.sim
     if sim.action_mode not in ("absolute", "delta"):
         raise ConfigError(
@@ -205,11 +209,6 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
             built from the ``ArmConfig`` without editing the package.
     """
     import torch
-
-    from agents.export import export_policy
-    from agents.sim_to_robot import estimate_dim_of
-    from robot.signals import interrupt_on_signals
-    from vlmrl.offline import is_offline_run
 
     if cfg.episodes < 1:
         raise ConfigError(f"--episodes {cfg.episodes}: expected at least 1")

@@ -28,9 +28,13 @@ from typing import Any
 import numpy as np
 
 from agents.config import PixelEncoderConfig
+from robot.contract import STATE_KEY
 from sim.config import SimConfig
+from sim.errors import SimError
+from sim.factory import make_env
+from sim.so101.scripted import ScriptedPolicy
 from vlmrl.errors import ConfigError
-from vlmrl.train_config import default_train_sim
+from vlmrl.online.config import default_train_sim
 
 logger = logging.getLogger("vlmrl.pretrain")
 
@@ -94,10 +98,7 @@ def check(cfg: Config) -> None:
 def collect(env: Any, episodes: int, seed_base: int, cfg: Config) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Frames (camera key -> uint8[N, H, W, 3]) and privileged states (float32[N, S]) of ``episodes``
     episodes, episode e reset with seed ``seed_base + e``."""
-    from robot.contract import STATE_KEY
-    from sim.errors import SimError
     from sim.so101.env import STATE_NAMES
-    from sim.so101.scripted import ScriptedPolicy
 
     cube_xy = slice(STATE_NAMES.index("cube_x_m"), STATE_NAMES.index("cube_y_m") + 1)
 
@@ -138,7 +139,6 @@ def main(cfg: Config) -> int:
 
     from agents.encoders import PixelEncoder
     from agents.pretrain import pretrain_pixel_encoder
-    from sim.factory import make_env
     from sim.so101.env import STATE_NAMES
 
     check(cfg)

@@ -37,19 +37,23 @@ from typing import Any, Literal
 
 import numpy as np
 
+from agents.export import load_policy
+from buffer import BufferConfig, BufferError
+from buffer.io import export_lerobot, open_recorded
+from buffer.metadata import read_store_metadata
+from buffer.storage.integrity import describe_skipped
 from buffer.storage.shard_format import DEFAULT_JPEG_QUALITY, FrameCodec
 from robot.config import LeRobotEnvConfig
+from robot.contract import env_spec
 from robot.errors import RobotError
-from sim.config import TwinConfig
-from vlmrl.assembly import open_episode_store
+from robot.signals import interrupt_on_signals
+from robot.teleop import KeyboardJog, LeaderArm, OperatorKeys, leader_type_for
+from sim.config import SimConfig, TwinConfig
+from sim.so101.env import STATE_NAMES
+from vlmrl.deployment.robot_env import RobotEnvConfig, check_policy_fits, make_robot_env
 from vlmrl.errors import ConfigError
-from vlmrl.pipelines.common import (
-    RobotEnvConfig,
-    check_policy_fits,
-    make_robot_env,
-    write_config,
-)
-from vlmrl.run_dir import NewPaths
+from vlmrl.loop.assembly import open_episode_store
+from vlmrl.run_dir import NewPaths, write_config
 
 logger = logging.getLogger("vlmrl.record")
 
@@ -99,16 +103,12 @@ Driver = Callable[[dict[str, np.ndarray]], np.ndarray]
 
 def make_driver(cfg: Config, env: Any) -> tuple[Driver, Callable[[], None], Callable[[], None]]:
     """(propose action from obs, reset hook called after env.reset, close)."""
-    from robot.teleop import KeyboardJog, LeaderArm, leader_type_for
-
     keys = list(env.action_keys)
 
     def ordered(targets: dict[str, float]) -> np.ndarray:
         return np.array([targets[k] for k in keys], dtype=np.float32)
 
     if cfg.source == "policy":
-        from agents.export import load_policy
-
         if cfg.policy is None or not cfg.policy.is_file():
             raise ConfigError(f"--source policy needs --policy pointing at a policy.pt (got {cfg.policy})")
         policy = load_policy(cfg.policy)
@@ -146,12 +146,9 @@ def twin_rate(cfg: Config) -> Config:
         or cfg.env.control_hz != LeRobotEnvConfig().control_hz
     ):
         return cfg
-    from sim.config import SimConfig
 
     hz = SimConfig().control_hz
     if cfg.source == "policy" and cfg.policy is not None and cfg.policy.is_file():
-        from agents.export import load_policy
-
         hz = float(load_policy(cfg.policy).run.get("control_hz") or hz)
     print(
         f"record: the twin runs at {hz:g} Hz, the rate its policies train at (--env.control-hz sets another)"
@@ -161,11 +158,6 @@ def twin_rate(cfg: Config) -> Config:
 
 def main(cfg: Config) -> int:
     """Record ``cfg.episodes`` episodes; returns 0."""
-    from buffer import BufferConfig
-    from robot.contract import env_spec
-    from robot.signals import interrupt_on_signals
-    from robot.teleop import OperatorKeys
-
     if cfg.episodes < 1:
         raise ConfigError(f"--episodes {cfg.episodes}: expected at least 1")
     if cfg.source == "policy" and (cfg.policy is None or not cfg.policy.is_file()):
@@ -292,7 +284,6 @@ def recorded_layout(env: Any, obs_spec: dict[str, Any]) -> RecordedLayout:
     privileged = getattr(env.robot, "privileged_state", None)
     if privileged is None:
         return RecordedLayout(dict(obs_spec), tuple(env.action_keys), None, None)
-    from sim.so101.env import STATE_NAMES
 
     spec = {**obs_spec, "state": ((len(STATE_NAMES),), np.dtype(np.float32))}
     return RecordedLayout(spec, STATE_NAMES, privileged, env.robot.config.sim_config())
@@ -356,11 +347,6 @@ def export_store(store: Path, root: Path, cfg: Config) -> Path:
     """Export the episodes of the zarr store to a LeRobotDataset at ``root`` (built beside it, then swapped
     in; on failure the half-built copy is removed and ``root`` stays as it was). Damaged episodes stop
     the export naming them, or with ``cfg.skip_corrupt`` are left out and listed."""
-    from buffer import BufferConfig, BufferError
-    from buffer.io import export_lerobot, open_recorded
-    from buffer.metadata import read_store_metadata
-    from buffer.storage.integrity import describe_skipped
-
     meta = read_store_metadata(store)  # one-line BufferError for malformed metadata
     record = meta.record
     buffer = open_recorded(

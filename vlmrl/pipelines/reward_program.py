@@ -21,7 +21,9 @@ from typing import Annotated
 import numpy as np
 import tyro
 
+from sim import make_env
 from sim.config import SimConfig
+from sim.so101.scripted import ScriptedPolicy
 from vlm.config import OpenAIConfig
 from vlm.reward_program import (
     ProgramFileError,
@@ -38,6 +40,7 @@ from vlm.reward_program import (
     save_program,
     verify,
 )
+from vlm.reward_program.generate import ask_model, build_prompt
 from vlmrl.errors import ConfigError
 
 
@@ -124,7 +127,7 @@ class _Episodes:
         self._cache: tuple[list, list] | None = None
 
     def get(self) -> tuple[list, list]:
-        from vlmrl.car_reward import collect_episodes
+        from vlmrl.scorers.car_reward import collect_episodes
 
         if self._cache is None:
             s = self.settings
@@ -152,7 +155,7 @@ def verify_sources(
     names: list[str], sources: list[str], episodes: _Episodes, settings: VerifySettings, sandbox: Sandbox
 ) -> Verification:
     """Load the sources into the sandbox and judge them on the episodes."""
-    from vlmrl.car_reward import evaluate_episodes
+    from vlmrl.scorers.car_reward import evaluate_episodes
 
     sandbox.load(sources)
     expert, random = episodes.get()
@@ -170,7 +173,7 @@ def print_verification(result: Verification) -> None:
 
 
 def run_verify(cfg: VerifyCommand) -> int:
-    from vlmrl.car_reward import check_program_target
+    from vlmrl.scorers.car_reward import check_program_target
 
     if cfg.target not in ("sim", "robot"):
         raise ConfigError(f"target must be sim or robot, got {cfg.target!r}")
@@ -207,9 +210,6 @@ def _now() -> str:
 
 def task_frames(task: str) -> list[np.ndarray]:
     """The first frame of an expert episode and its last (goal) frame, front camera, 256 px."""
-    from sim import make_env
-    from sim.so101.scripted import ScriptedPolicy
-
     env = make_env(SimConfig(task=task, cameras=("front",), image_size=256, action_mode="delta"))
     try:
         obs, _ = env.reset(seed=0)
@@ -225,7 +225,6 @@ def task_frames(task: str) -> list[np.ndarray]:
 
 def run_generate(cfg: GenerateCommand) -> int:
     from sim.so101.tasks import TASKS
-    from vlm.reward_program.generate import ask_model, build_prompt
 
     check_settings(cfg.verification, cfg.task)
     if cfg.retries < 0 or cfg.max_tokens < 1:

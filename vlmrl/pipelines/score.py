@@ -31,12 +31,21 @@ from typing import Annotated, Any
 import numpy as np
 import tyro
 
+from buffer import BufferConfig, make_buffer
+from buffer.clips import clip_last_step, clip_span, scores_per_step
 from buffer.errors import BufferError
-from buffer.storage.integrity import describe_skipped
+from buffer.metadata import is_zarr_store, read_store_metadata
+from buffer.storage.integrity import describe_skipped, known_damage
+from sim.video import write_video
+from vlm import Clip
 from vlm.config import AuxRewardConfig, OracleConfig
+from vlm.prompts import prompt_hash
+from vlm.score_calibration import accuracy, fit_calibration
 from vlmrl.errors import ConfigError
-from vlmrl.pipelines.common import write_config
-from vlmrl.scorer_choice import ScorerChoice, ready_scorer
+from vlmrl.loop.scoring import write_aux_rewards
+from vlmrl.run_dir import write_config
+from vlmrl.scorers.choice import ScorerChoice, ready_scorer
+from vlmrl.scorers.evaluation import run_evaluation
 
 logger = logging.getLogger("vlmrl.score")
 
@@ -70,7 +79,7 @@ class Config:
     (see ``clip_labels``), and write it here as JSON; its figures before and after go into the report."""
     evaluate: bool = False
     """Measure the scorer (and every ``--compare`` scorer) against the episodes' success labels instead
-    of scoring: ROC-AUC, accuracy, ECE, VOC, clips/s (``vlmrl.scorer_eval``); writes nothing beside the data."""
+    of scoring: ROC-AUC, accuracy, ECE, VOC, clips/s (``vlmrl.scorers.evaluation``); writes nothing beside the data."""
     compare: tuple[str, ...] = ()
     """With --evaluate: more scorers, each written as after ``vlmrl score EPISODES``, e.g.
     ``"scorer:oracle --scorer.noise 0.2"`` ``"scorer:learned --scorer.path student.pt"``."""
@@ -87,9 +96,6 @@ class EpisodeSource:
     or a LeRobotDataset imported into RAM (``buffer.io``; scores go to a sidecar parquet beside it)."""
 
     def __init__(self, path: Path, cfg: Config) -> None:
-        from buffer import BufferConfig, make_buffer
-        from buffer.metadata import is_zarr_store, read_store_metadata
-
         self.path = path
         self.is_lerobot = (path / "meta" / "info.json").is_file()
         if self.is_lerobot:
@@ -129,7 +135,6 @@ class EpisodeSource:
         )
         if storage == "zarr":  # damaged episodes are named (self.damaged), not fatal, when opening
             from buffer.io import open_recorded
-            from buffer.storage.integrity import known_damage
 
             self.buffer = open_recorded(buf_cfg, obs_spec, action_dim, info_keys, str(path))
             self.damaged = known_damage(self.buffer.storage)
@@ -163,7 +168,7 @@ class EpisodeSource:
         return self.dataset_index[episode - self.buffer.storage.episodes().first]
 
     def write(self, episode: int, aux: np.ndarray, scorer_id: str) -> str:
-        """Where the episode's scores and aux rewards (already in the buffer: ``vlmrl.scoring``) end up: the
+        """Where the episode's scores and aux rewards (already in the buffer: ``vlmrl.loop.scoring``) end up: the
         zarr store itself, or rows collected for the LeRobotDataset's sidecar parquet."""
         start, end = self.buffer.episode_rows(episode)
         if not self.is_lerobot:
@@ -184,8 +189,6 @@ class EpisodeSource:
             return
         import pyarrow as pa
         import pyarrow.parquet as pq
-
-        from vlm.prompts import prompt_hash
 
         out = self.path / "vlmrl_scores"
         out.mkdir(exist_ok=True)
@@ -208,8 +211,6 @@ class EpisodeSource:
 def step_scores(n_steps: int, clips: list[Any], scores: np.ndarray) -> np.ndarray:
     """Per-step score by the clip rule (``buffer.clips``): each step carries the score of the clip whose
     span covers it (NaN where none does)."""
-    from buffer.clips import scores_per_step
-
     if not clips:
         return np.full(n_steps, np.nan, np.float32)
     return scores_per_step(n_steps, [c.start for c in clips], clips[0].length, clips[0].stride, scores)
@@ -218,16 +219,9 @@ def step_scores(n_steps: int, clips: list[Any], scores: np.ndarray) -> np.ndarra
 def main(cfg: Config, custom_scorer: Any = None) -> int:
     """Score every episode; returns 0. ``custom_scorer``: any ``vlm.Scorer`` instead of the one ``cfg.scorer``
     names (the Python API's ``vlmrl.score(cfg, scorer=...)``); closed at the end like it."""
-    from buffer.clips import clip_last_step
-    from sim.video import write_video
-    from vlm import Clip
-    from vlmrl.scoring import write_aux_rewards
-
     if cfg.clip_length < 1 or cfg.clip_stride < 1:
         raise ConfigError("--clip-length and --clip-stride must be at least 1")
     if cfg.evaluate:
-        from vlmrl.scorer_eval import run_evaluation
-
         return run_evaluation(cfg)
     if cfg.compare or cfg.json:
         raise ConfigError("--compare and --json go with --evaluate")
@@ -353,8 +347,6 @@ def clip_labels(success: np.ndarray, clips: list[Any]) -> np.ndarray:
     final observation only, which the clips' frames often miss (it depends on the episode's length);
     labelling by the clip's own frames would leave many recordings without a successful clip.
     """
-    from buffer.clips import clip_span
-
     reached = np.maximum.accumulate(np.asarray(success) > 0)
     last_row = len(reached) - 1
     return np.array([reached[clip_span(c.start, c.length, c.stride, last_row)[1]] for c in clips], bool)
@@ -402,9 +394,6 @@ def fit_score_calibration(
 ) -> dict[str, Any]:
     """Fit, write ``path`` and print the figures; returns them for the report. Accuracy before is that of
     the raw score at 0.5, after that of the calibrated score at the fitted threshold."""
-    from vlm.prompts import prompt_hash
-    from vlm.score_calibration import accuracy, fit_calibration
-
     cal = fit_calibration(scores, labels, scorer_id=scorer_id, prompt_hash=prompt_hash(prompt))
     cal.save(path)
     warn_if_calibration_hurts(cal, path)

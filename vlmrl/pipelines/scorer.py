@@ -8,14 +8,14 @@
         --labels runs/rec/episodes.zarr.labels.json                                 # people's labels (vlmrl view)
     vlmrl train scorer:learned --scorer.path student.pt
 
-Training clips are windows starting at every step of each episode (``vlmrl.scorer_eval.dense_windows``)
+Training clips are windows starting at every step of each episode (``vlmrl.scorers.evaluation.dense_windows``)
 of one camera. Targets, by ``--labels``:
 
 - ``success``: has the episode's success info been set by the end of the steps the window's score covers
   (the label score calibration and ``--evaluate`` use); what an operator's success/failure keys give.
 - ``progress``: the twin's privileged progress at the window's last frame (what the oracle scores).
 - ``teacher``: any scorer's score of the window (hf or openai on a GPU box, clip, oracle with noise).
-- a labels FILE (``vlmrl view`` writes ``<store>.labels.json``; format and meaning in ``vlmrl.labels``):
+- a labels FILE (``vlmrl view`` writes ``<store>.labels.json``; format and meaning in ``vlmrl.scorers.labels``):
   people's success/failure labels of whole episodes and step ranges replace the success info's labels of
   the episodes and windows they cover; the rest keep the success info's, and where a store has none,
   only labelled episodes (and, inside them, labelled windows) are used.
@@ -43,10 +43,21 @@ from typing import Annotated, Any, Literal
 import numpy as np
 import tyro
 
+from vlm.backends.learned import build_net, clip_frames, frames_to_input, save_learned
 from vlm.config import OracleConfig
+from vlm.prompts import prompt_hash, scorer_prompt
 from vlm.score_calibration import best_threshold
 from vlmrl.errors import ConfigError
-from vlmrl.scorer_choice import ScorerChoice, ready_scorer
+from vlmrl.scorers.choice import ScorerChoice, ready_scorer
+from vlmrl.scorers.evaluation import (
+    Recording,
+    dense_windows,
+    figures,
+    plot_roc_and_reliability,
+    window_clip,
+    window_labels,
+)
+from vlmrl.scorers.labels import labels_for_store, window_targets
 
 TeacherChoice = ScorerChoice
 """Any backend can teach, a learned scorer included."""
@@ -137,8 +148,6 @@ def fit_signature(cfg: Config) -> str:
 
 def open_sources(cfg: Config) -> list[Any]:
     """The episode stores, checked: they exist, share camera and frame size, and have the labels."""
-    from vlmrl.scorer_eval import Recording
-
     if not cfg.episodes:
         raise ConfigError("vlmrl scorer fit needs at least one EPISODES store")
     sources: list[Any] = []
@@ -189,8 +198,6 @@ def people_labels(cfg: Config, sources: list[Any]) -> list[dict[int, list[Any]]]
         ConfigError: the file is malformed, names an episode a store does not hold, or leaves a store
             without success info with no labelled episode.
     """
-    from vlmrl.labels import labels_for_store
-
     if not isinstance(cfg.labels, Path):
         return [{} for _ in sources]
     out = []
@@ -219,9 +226,6 @@ def episode_windows(
 ) -> list[tuple[bool, list[Any], np.ndarray | None, np.ndarray]]:
     """(rewound, windows, targets (None: the teacher scores them), truth) of one episode's windows, forward
     and, for a successful episode with ``--rewound``, time-reversed; [] for an episode nothing labels."""
-    from vlmrl.labels import window_targets
-    from vlmrl.scorer_eval import window_labels
-
     success, progress = info.get("success"), info.get("progress")
     starts = np.array([r.start for r in refs], np.int64)
     reached = np.maximum.accumulate(np.asarray(success) > 0) if success is not None else None
@@ -284,9 +288,6 @@ def build_dataset(
 ) -> Dataset:
     """Every window (and rewound window) of every episode with its target; ConfigError when the targets
     are all of one class. ``people``: per source, episode id -> labels (``people_labels``)."""
-    from vlm.backends.learned import clip_frames
-    from vlmrl.scorer_eval import dense_windows, window_clip
-
     people = people or [{} for _ in sources]
     frames, targets, episodes, rewound, truth = [], [], [], [], []
     index = 0
@@ -366,8 +367,6 @@ def predict(net: Any, frames: np.ndarray, batch_size: int = 128) -> np.ndarray:
     """Sigmoid scores of uint8 [N, F, H, W, 3] windows."""
     import torch
 
-    from vlm.backends.learned import frames_to_input
-
     out = np.empty(len(frames), np.float32)
     with torch.inference_mode():
         for i in range(0, len(frames), batch_size):
@@ -400,8 +399,6 @@ def train(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
     from torch.utils.tensorboard import SummaryWriter
-
-    from vlm.backends.learned import build_net, frames_to_input
 
     torch.manual_seed(cfg.seed)
     net = build_net(cfg.num_frames, cfg.width)
@@ -495,8 +492,6 @@ def write_report(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from vlmrl.scorer_eval import plot_roc_and_reliability
-
     truth = data.truth[held]
     plots = plot_roc_and_reliability(run_dir, {"held-out (forward and rewound)": (scores, truth)})
     rng = np.random.default_rng(0)
@@ -539,10 +534,6 @@ def write_report(
 def main(cfg: Config) -> int:
     """Fit and write the scorer file; returns 0."""
     import torch
-
-    from vlm.backends.learned import save_learned
-    from vlm.prompts import prompt_hash, scorer_prompt
-    from vlmrl.scorer_eval import figures
 
     for name in ("clip_length", "clip_stride", "num_frames", "width", "epochs", "batch_size", "threads"):
         if getattr(cfg, name) < 1:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vlm.config import HFConfig, ServerConfig
-from vlmrl.scorer_choice import ScorerChoice, ready_scorer
+from vlmrl.scorers.choice import ScorerChoice, ready_scorer
 
 ServedScorer = ScorerChoice
 

@@ -16,12 +16,15 @@ from typing import Annotated, Any
 
 import tyro
 
+from vlm.backends.learned import load_learned
+from vlm.config import LearnedConfig
 from vlmrl.config_ranges import check_ranges
 from vlmrl.errors import ConfigError
-from vlmrl.recipes import describe, overridden, recipe_changes, recipe_config
+from vlmrl.evaluation.perturbation_grid import add_to_train_report
+from vlmrl.online.config import RayConfig, ReplayMode, ScorerChoice, TrainConfig, resolved_dict
+from vlmrl.online.recipes import describe, overridden, recipe_changes, recipe_config
+from vlmrl.online.resume_check import RESUME_OPTIONS, check_args, resume_or_finished
 from vlmrl.results import RunResult
-from vlmrl.resume_check import RESUME_OPTIONS, check_args, resume_or_finished
-from vlmrl.train_config import RayConfig, ReplayMode, ScorerChoice, TrainConfig, resolved_dict
 
 __all__ = [
     "Config",
@@ -34,7 +37,7 @@ __all__ = [
     "resolved_dict",
     "run",
 ]
-# TrainConfig lives in vlmrl.train_config (the trainer imports it too); checkpoints pickled before the
+# TrainConfig lives in vlmrl.online.config (the trainer imports it too); checkpoints pickled before the
 # move name it vlmrl.pipelines.train.TrainConfig, which this import keeps resolvable.
 
 
@@ -43,7 +46,7 @@ Config = Annotated[TrainConfig, tyro.conf.CascadeSubcommandArgs]
 
 def cli_default(args: list[str]) -> TrainConfig | None:
     """The defaults `vlmrl train ARGS` parses against: with ``--recipe NAME``, the recipe's settings for the
-    task (``vlmrl.recipes.recipe_config``), so every option given beside it wins; else None (the plain
+    task (``vlmrl.online.recipes.recipe_config``), so every option given beside it wins; else None (the plain
     defaults). A resume keeps its stored config."""
     first = tyro.cli(Config, args=args, prog="vlmrl train")
     if first.recipe == "none" or first.resume:
@@ -65,7 +68,7 @@ def main(cfg: TrainConfig) -> int:
     check_ranges(cfg)  # before anything uses a value (torch threads, a resume's options)
     torch.set_num_threads(cfg.torch_threads)
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from vlmrl import offline
+    from vlmrl.offline import run as offline
 
     if cfg.offline is not None or (cfg.resume and offline.is_offline_run(Path(cfg.resume))):
         return offline_then_online(cfg)
@@ -78,9 +81,9 @@ def main(cfg: TrainConfig) -> int:
 def offline_then_online(cfg: TrainConfig) -> int:
     """The offline run (new or resumed), then, with ``--then-online`` (given now or when the run started),
     the online run in its ``online`` directory (resumed when it has a checkpoint already)."""
-    from vlmrl import offline
-    from vlmrl.checkpoint import checkpoint_dir
-    from vlmrl.offline_handover import ONLINE_DIR, online_config, twin_sim_config
+    from vlmrl.loop.checkpoint import checkpoint_dir
+    from vlmrl.offline import run as offline
+    from vlmrl.online.offline_handover import ONLINE_DIR, online_config, twin_sim_config
 
     if cfg.then_online < 0:
         raise ConfigError(f"--then-online {cfg.then_online}: expected a number of env steps >= 0")
@@ -110,13 +113,10 @@ def sim_size_for_learned_scorer(cfg: TrainConfig) -> TrainConfig:
     then scores the frames it learned from. The policy's own image size (``--agent.pixel.image-size``)
     is separate and unchanged. A size given on the command line is kept (the scorer refuses it in one
     line unless ``--scorer.resize``)."""
-    from vlm.config import LearnedConfig
-
     if not isinstance(cfg.scorer, LearnedConfig) or cfg.sim.image_size != TrainConfig().sim.image_size:
         return cfg
     if not Path(cfg.scorer.path).is_file():
         return cfg  # the scorer's own one-line error follows
-    from vlm.backends.learned import load_learned
 
     height, width = (int(v) for v in load_learned(cfg.scorer.path)[0]["image_hw"])
     if height != width or height == cfg.sim.image_size:
@@ -138,7 +138,7 @@ def run(cfg: TrainConfig, scorer: Any = None, env_factory: Any = None) -> RunRes
     """
     import torch
 
-    from vlmrl.trainer import Trainer
+    from vlmrl.online.trainer import Trainer
 
     check_ranges(cfg)
     torch.set_num_threads(cfg.torch_threads)
@@ -186,8 +186,6 @@ def run(cfg: TrainConfig, scorer: Any = None, env_factory: Any = None) -> RunRes
     started = time.monotonic()
     outputs = trainer.run()
     if trainer.cfg.evaluate_perturb and trainer.state.step >= trainer.cfg.total_steps:
-        from vlmrl.perturbation_grid import add_to_train_report
-
         outputs.update(
             add_to_train_report(
                 trainer.run_dir,

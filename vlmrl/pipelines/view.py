@@ -9,7 +9,7 @@ Serves one page on 127.0.0.1 (it opens nothing itself: open the printed address)
 frames with a scrubber and playback at the control rate, plots of clip scores (two scorers side by
 side), aux reward, reward, joints and actions with the clip under the cursor marked, and success/failure
 labels per episode and per step range, saved to ``<store>.labels.json`` beside the store
-(``vlmrl.labels``), which ``vlmrl scorer fit --labels FILE`` trains on. Press ? on the page for its keys.
+(``vlmrl.scorers.labels``), which ``vlmrl scorer fit --labels FILE`` trains on. Press ? on the page for its keys.
 Frames are read from the store when asked for, encoded once and cached, so stores of thousands of
 episodes open in about a second; damaged episodes are listed as damaged.
 """
@@ -22,8 +22,12 @@ from typing import Annotated, Any
 
 import tyro
 
+from buffer.storage.integrity import describe_skipped
 from vlmrl.errors import ConfigError
-from vlmrl.view.frames import FrameFormat
+from vlmrl.scorers.labels import LabelFile, default_annotator
+from vlmrl.view.frames import FrameFormat, FrameImages
+from vlmrl.view.server import Server, build_app
+from vlmrl.view.source import EpisodeStore, clip_settings, locate
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,11 +60,6 @@ def open_viewer(cfg: Config) -> tuple[Any, Any]:
     Raises:
         ConfigError, BufferError: a bad path or option, or a store that cannot be opened (one line).
     """
-    from vlmrl.labels import LabelFile, default_annotator
-    from vlmrl.view.frames import FrameImages
-    from vlmrl.view.server import build_app
-    from vlmrl.view.source import EpisodeStore, clip_settings, locate
-
     if any(v is not None and v < 1 for v in (cfg.clip_length, cfg.clip_stride)):
         raise ConfigError("--clip-length and --clip-stride must be at least 1")
     if cfg.cache_mb < 1:
@@ -87,9 +86,6 @@ def open_viewer(cfg: Config) -> tuple[Any, Any]:
 
 def main(cfg: Config) -> int:
     """Serve until Ctrl-C; returns 0."""
-    from buffer.storage.integrity import describe_skipped
-    from vlmrl.view.server import Server
-
     app, store = open_viewer(cfg)
     try:
         n = len(store.episode_ids())

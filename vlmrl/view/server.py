@@ -23,7 +23,7 @@ from typing import Any
 
 from buffer.errors import BufferError
 from vlmrl.errors import ConfigError
-from vlmrl.labels import Label, LabelFile, parse_label
+from vlmrl.scorers.labels import Label, LabelFile, parse_label
 from vlmrl.view.frames import FrameImages
 from vlmrl.view.source import EpisodeStore
 

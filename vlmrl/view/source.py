@@ -21,16 +21,21 @@ from typing import Any, Literal
 
 import numpy as np
 
+from buffer import BufferConfig, make_buffer
 from buffer.errors import BufferError
+from buffer.metadata import read_store_metadata
+from buffer.spec import build_specs
+from buffer.storage.memory import MemoryStorage
 from vlmrl.errors import ConfigError
-from vlmrl.labels import SUFFIX, labels_path_for
+from vlmrl.loop.checkpoint import load_torch_file
+from vlmrl.scorers.labels import SUFFIX, labels_path_for
 
 RUN_STORES = ("buffer.zarr", "episodes.zarr")
 """Stores a run directory may hold: a training/fine-tuning run's buffer, a recording's episodes."""
 SNAPSHOT = Path("checkpoint") / "buffer"
-"""Where a run with an in-RAM buffer saves it (``vlmrl.checkpoint``: checkpoint/buffer/meta.json)."""
+"""Where a run with an in-RAM buffer saves it (``vlmrl.loop.checkpoint``: checkpoint/buffer/meta.json)."""
 CHECKPOINT_STATE = Path("checkpoint") / "state.pt"
-"""A run's checkpoint (``vlmrl.checkpoint``), whose buffer state holds PER's TD priorities."""
+"""A run's checkpoint (``vlmrl.loop.checkpoint``), whose buffer state holds PER's TD priorities."""
 PRIORITY = "|TD|+eps (checkpoint)"
 
 Kind = Literal["zarr", "lerobot", "snapshot"]
@@ -44,7 +49,7 @@ class Located:
     store: Path
     """The zarr store, LeRobotDataset folder or saved in-RAM buffer."""
     labels: Path
-    """The labels file beside it (``vlmrl.labels``)."""
+    """The labels file beside it (``vlmrl.scorers.labels``)."""
     run_dir: Path | None = None
     """The run directory the store was found in, if any (its config.json gives the clip settings)."""
 
@@ -90,8 +95,6 @@ def _open_storage(located: Located) -> tuple[Any, dict[str, Any], list[int] | No
     """(storage, the recording's attributes, dataset episode index of each episode or None, episodes
     left out on import -> why)."""
     if located.kind == "zarr":
-        from buffer.metadata import read_store_metadata
-        from buffer.spec import build_specs
         from buffer.storage.zarr_store import ZarrStorage
 
         meta = read_store_metadata(located.store)  # one-line BufferError for malformed metadata
@@ -104,11 +107,8 @@ def _open_storage(located: Located) -> tuple[Any, dict[str, Any], list[int] | No
         )
         return storage, dict(meta.record), None, {}
     if located.kind == "snapshot":
-        from buffer.storage.memory import MemoryStorage
-
         storage = MemoryStorage.load(located.store)
         return storage, dict(getattr(storage, "attrs", {}) or {}), None, {}
-    from buffer import BufferConfig, make_buffer
     from buffer.io import LeRobotReader, import_lerobot, lerobot_spec
 
     obs_spec, action_dim, info_keys = lerobot_spec(located.store)
@@ -153,10 +153,8 @@ def checkpoint_priorities(run_dir: Path) -> np.ndarray | None:
     state_file = run_dir / CHECKPOINT_STATE
     if not state_file.is_file():
         return None
-    import torch
-
     try:  # the run's own checkpoint: it holds numpy arrays, so not weights_only
-        state = torch.load(state_file, map_location="cpu", weights_only=False)
+        state = load_torch_file(state_file)
         buffer = state["buffer"]
         sampler = buffer["sampler"]
     except Exception:

@@ -1,0 +1,208 @@
+"""Experience sources of the learner loop (``vlmrl.loop.learner.ExperienceSource``): where episodes come from.
+
+- ``EnvEpisodes``: a gymnasium-style env (the simulated arm of `vlmrl train`); episode e resets with
+  seed ``seed_base + e``, so a resumed run repeats the uninterrupted one.
+- ``RobotEpisodes``: a ``LeRobotEnv`` (a real arm or its twin) with an operator who marks success or
+  failure, resets, or takes over (`vlmrl finetune`); what the arm was really sent is stored, in the agent's units (``agent_action``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from vlmrl.loop.learner import Act
+
+ROBOT_INFO_KEYS = ("success", "progress", "intervention")
+"""Per-step info a robot episode stores (the operator's takeovers included)."""
+KEY_EVENTS = ("success", "failure", "rerecord", "intervene")
+"""Operator key events a robot episode counts (``robot.teleop.OPERATOR_KEYS``)."""
+
+
+def arm_targets(env: Any, action: np.ndarray, delta_scale: Sequence[float] | None) -> np.ndarray:
+    """The joint targets sent to the arm for an agent's ``action``: the action itself for a policy trained on
+    joint targets (``delta_scale`` None), else ``env.delta_targets(action, delta_scale)`` (joint deltas in
+    [-1, 1], as `vlmrl deploy` runs them)."""
+    return action if delta_scale is None else env.delta_targets(action, delta_scale)
+
+
+def agent_action(
+    sent: np.ndarray, previous: np.ndarray | None, delta_scale: Sequence[float] | None
+) -> np.ndarray:
+    """What the arm was really ``sent`` (after the safety layer, or an operator's absolute targets) in the
+    agent's units: the targets themselves, or for a joint-delta policy the change from the ``previous``
+    command over ``delta_scale``, clipped to [-1, 1] (the inverse of ``arm_targets``)."""
+    if delta_scale is None:
+        return sent
+    change = (np.asarray(sent, np.float64) - np.asarray(previous, np.float64)) / np.asarray(
+        delta_scale, np.float64
+    )
+    return np.clip(change, -1.0, 1.0).astype(np.float32)
+
+
+class StagedSteps:
+    """An episode's transitions held back from the buffer (``add_step``, as the buffer's) until it is kept
+    (``keep_into``) or dropped (``drop``): demonstrations that fail never reach the buffer."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[Any, ...]] = []
+
+    def add_step(self, *step: Any) -> None:
+        self.steps.append(step)
+
+    def keep_into(self, buffer: Any) -> None:
+        for step in self.steps:
+            buffer.add_step(*step)
+        self.steps.clear()
+
+    def drop(self) -> None:
+        self.steps.clear()
+
+
+class EnvEpisodes:
+    """Episodes of an env; the transitions' ``stored_keys`` go to the buffer.
+
+    Args:
+        env: gymnasium-style env whose ``info`` carries ``success``.
+        buffer: the replay buffer (``add_step``).
+        stored_keys: observation keys stored per step.
+        seed_base: episode e resets with seed ``seed_base + e``.
+        extra_info: values added to every step's info (demonstrations in a run with env actors store
+            ``policy_version`` -1).
+        reset_options: called before each episode for the env's reset ``options`` (``vlmrl train``'s
+            randomisation curriculum); None: no options.
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        buffer: Any,
+        stored_keys: Sequence[str],
+        seed_base: int,
+        extra_info: dict[str, float] | None = None,
+        reset_options: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
+        self.env, self.buffer, self.stored_keys, self.seed_base = env, buffer, list(stored_keys), seed_base
+        self.extra_info = extra_info or {}
+        self.reset_options = reset_options
+
+    def collect(self, episode: int, act: Act, after_step: Callable[[], None]) -> dict[str, float]:
+        """One episode with ``act`` choosing actions (see ``ExperienceSource.collect``)."""
+        options = self.reset_options() if self.reset_options is not None else None
+        obs, _ = self.env.reset(seed=self.seed_base + episode, options=options)
+        episode_return, length, success = 0.0, 0, False
+        while True:
+            action = act(obs)
+            next_obs, reward, terminated, truncated, info = self.env.step(action)
+            self.buffer.add_step(
+                {k: obs[k] for k in self.stored_keys}, action, reward, terminated, truncated,
+                {**info, **self.extra_info},
+                {k: next_obs[k] for k in self.stored_keys},
+            )  # fmt: skip
+            length += 1
+            episode_return += float(reward)
+            success = success or bool(info["success"])
+            after_step()
+            if terminated or truncated:
+                break
+            obs = next_obs
+        stats = {"return": episode_return, "length": float(length), "success": float(success)}
+        if options and "randomize_scale" in options:  # the curriculum's stage, in the logs and curves
+            stats["randomize_scale"] = float(options["randomize_scale"])
+        return stats
+
+
+class RobotEpisodes:
+    """Episodes on a robot env with an operator: the policy acts unless the operator takes over.
+
+    Operator events (``robot.teleop.OPERATOR_KEYS``): success/failure mark the outcome, rerecord ends
+    the episode now (not terminal; the data stays), intervening hands the arm to ``teleop``. A person at the
+    keyboard and the twin's scripted operator (``sim.scripted_operator``) take this one path: an operator
+    with ``begin_episode()`` is told when an episode starts (else its stale presses are dropped), and one with
+    ``end_episode()`` gives its own log of the episode (the stats' ``operator``).
+
+    Args:
+        env: a ``LeRobotEnv`` (``measured``, ``action_keys``, ``mark_outcome``, ``truncate_now``).
+        buffer: the replay buffer; its info keys are ``ROBOT_INFO_KEYS``.
+        keys: the operator's keys (``poll()``, ``intervening``).
+        teleop: drives during a takeover (``action(measured)``; optional ``sync(measured)``).
+        seed_base: episode e resets with seed ``seed_base + e``.
+        delta_scale: a joint-delta policy's per-joint scale (``max_delta_deg`` x5, ``max_delta_gripper``): its
+            actions go through ``arm_targets`` and the buffer stores ``agent_action`` of what was sent;
+            None (a policy on joint targets) stores what was sent.
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        buffer: Any,
+        keys: Any,
+        teleop: Any,
+        seed_base: int,
+        delta_scale: Sequence[float] | None = None,
+    ) -> None:
+        self.env, self.buffer, self.keys, self.teleop, self.seed_base = env, buffer, keys, teleop, seed_base
+        self.delta_scale = None if delta_scale is None else [float(x) for x in delta_scale]
+
+    def collect(self, episode: int, act: Act, after_step: Callable[[], None]) -> dict[str, Any]:
+        """One episode (see ``ExperienceSource.collect``); also counts the operator's takeover steps
+        (``interventions``) and takeovers, its key presses (``keys/<event>``) and the episode's safety clips
+        (``safety_clips``, by reason)."""
+        env, keys = self.env, self.keys
+        obs, info = env.reset(seed=self.seed_base + episode)
+        begin = getattr(keys, "begin_episode", None)
+        if callable(begin):
+            begin()
+        else:
+            keys.poll()  # presses made between episodes do not count
+        total, steps, interventions, takeovers, done = 0.0, 0, 0, 0, False
+        presses: Counter[str] = Counter()
+        clips: Counter[str] = Counter()
+        was_intervening = False
+        while not done:
+            for event in keys.poll():
+                presses[event] += 1
+                if event in ("success", "failure"):
+                    env.mark_outcome(event == "success")
+                elif event == "rerecord":
+                    env.truncate_now()  # "reset now": the data stays, the episode is not terminal
+            if keys.intervening:
+                targets = self.teleop.action(env.measured)
+                action = np.array([targets[k] for k in env.action_keys], np.float32)
+                interventions += 1
+                takeovers += not was_intervening
+            else:
+                teleop_sync = getattr(self.teleop, "sync", None)
+                if callable(teleop_sync):
+                    teleop_sync(env.measured)  # a takeover starts where the arm is
+                action = arm_targets(env, act(obs), self.delta_scale)
+            was_intervening = bool(keys.intervening)
+            previous = env.last_sent() if self.delta_scale is not None else None
+            next_obs, reward, terminated, truncated, info = env.step(action)
+            clips.update(reason.split(":")[0] for reason in info.get("safety", ()))
+            step_info = {
+                "success": info["success"],
+                "progress": info["progress"],
+                "intervention": float(was_intervening),
+            }
+            stored = agent_action(info["sent_action"], previous, self.delta_scale)
+            self.buffer.add_step(obs, stored, reward, terminated, truncated, step_info, next_obs)
+            obs, total, steps = next_obs, total + float(reward), steps + 1
+            done = terminated or truncated
+            after_step()
+        stats: dict[str, Any] = {
+            "return": total,
+            "length": float(steps),
+            "success": float(bool(info["success"])),
+            "interventions": float(interventions),
+            "takeovers": float(takeovers),
+            **{f"keys/{event}": float(presses[event]) for event in KEY_EVENTS},
+            "safety_clips": dict(sorted(clips.items())),
+        }
+        end = getattr(keys, "end_episode", None)
+        if callable(end):
+            stats["operator"] = end()
+        return stats

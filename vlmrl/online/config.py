@@ -1,0 +1,386 @@
+"""The config of a training run (`vlmrl train`, the Python API's `vlmrl.train`) and what it resolves to.
+
+Both the `vlmrl train` pipeline and the trainer import it (neither imports the other). The replay mode is
+resolved once in ``vlmrl.loop.replays``: ``REPLAYS`` names each mode's sampler config, the TrainConfig field with its
+settings, and whether it takes the learner's TD errors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal
+
+import tyro
+
+from agents.config import IQLConfig, SACConfig
+from buffer.config import (
+    BufferConfig,
+    PERSamplerConfig,
+    PriorMixSamplerConfig,
+    VLMMixSamplerConfig,
+    VLMTDSamplerConfig,
+)
+from sim.config import SimConfig
+from sim.experts import EXPERTS
+from vlm.config import (
+    AuxRewardConfig,
+    OracleConfig,
+    WorkerConfig,
+)
+from vlmrl.config_ranges import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, SEED, UNIT, check_ranges, register
+from vlmrl.errors import ConfigError
+from vlmrl.evaluation.perturbation_grid import check_train_grid
+from vlmrl.loop.replays import REPLAYS
+from vlmrl.online.recipes import RecipeName
+from vlmrl.scorers.choice import ScorerChoice
+
+ReplayMode = Literal["uniform", "per", "vlm", "vlm_td"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RayConfig:
+    """Where ``--actors`` (and ``--scorer.ray.actors``) run, a Ray cluster, and how the learner feeds its env actors."""
+
+    address: str = ""
+    """Ray cluster to join (what ``ray start --head`` prints, e.g. ``10.0.0.5:6379``; the machines need vlmrl
+    installed); empty: start a local cluster with this machine's cores. A resume may name another one."""
+    actor_cpus: float = 1.0
+    """CPUs Ray reserves per env actor (the cluster must have ``actors`` x this)."""
+    weights_every_updates: int = 100
+    """Send the actors the learner's policy after this many gradient updates (one ``ray.put`` each time)."""
+    max_in_flight: int = 2
+    """Episode requests queued per actor: bounds how far actors run ahead of the learner (and memory)."""
+    episode_timeout_s: float = 300.0
+    """An actor whose episode takes longer is killed and restarted by Ray; the episode counts as lost."""
+
+
+def default_train_sim() -> SimConfig:
+    """``vlmrl train``'s twin by default (also ``vlmrl pretrain``'s, so its frames are the run's)."""
+    return SimConfig(
+        task="lift", reward="sparse", action_mode="delta", image_size=64, terminate_on_success=False
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """One training run; every field has a default (`--demo` adds demonstrations, see ``demo``)."""
+
+    LEGACY_DEFAULTS: ClassVar[dict[str, Any]] = {"prior_share": 0.0}
+    """What a checkpoint written before a field existed gets for it where the field's default would change
+    what the run does (``vlmrl.loop.checkpoint.fill_new_fields``): a resumed run goes on as it started."""
+
+    sim: SimConfig = field(default_factory=default_train_sim)
+    """The simulated env (training and evaluation use separate instances and seeds). Episodes do not end
+    at success by default: with a sparse reward, ending the episode at the reward lets SAC's entropy bonus
+    pay more for staying alive, and SAC learns to avoid success (measured on twin reach, sparse: 60%
+    success at 2k steps, then 0% up to 8k; without termination 100% by 5k)."""
+    agent: SACConfig = field(default_factory=lambda: SACConfig(hidden_dims=(128, 128), init_alpha=0.1))
+    """SAC hyper-parameters (128x128 suits the 23-d state and keeps the demo within ~10 CPU minutes)."""
+    buffer: Annotated[BufferConfig, tyro.conf.AvoidSubcommands] = field(
+        default_factory=lambda: BufferConfig(capacity_steps=40_000, storage="zarr", frame_codec="blosc-lz4")
+    )
+    """Replay storage; ``replay`` picks the sampler (a sampler config of that kind keeps its settings)."""
+    replay: ReplayMode = "vlm"
+    """Replay: uniform, per (TD-error priorities), vlm (VLM-score / uniform mix), vlm_td (score x TD)."""
+    # Plain (frozen, shared) defaults rather than default_factory: a class-level default lets checkpoints
+    # pickled before these fields existed load and resume.
+    vlm_sampler: VLMMixSamplerConfig = VLMMixSamplerConfig()  # noqa: RUF009
+    """Settings of ``--replay vlm``: mixing weight and its warm-up, score exponent, importance weights."""
+    per_sampler: PERSamplerConfig = PERSamplerConfig()  # noqa: RUF009
+    """Settings of ``--replay per``."""
+    vlm_td_sampler: VLMTDSamplerConfig = VLMTDSamplerConfig()  # noqa: RUF009
+    """Settings of ``--replay vlm_td``."""
+    scorer: ScorerChoice = field(default_factory=OracleConfig)
+    """Clip scorer; oracle (privileged sim progress) needs no model. Unreachable VLMs fail at start."""
+    prompt: str = ""
+    """Question asked about each clip; empty: built from the env's task description
+    (vlm.prompts.scorer_prompt: the goal question, or the goal caption for scorer:clip)."""
+    score_calibration: Path | None = None
+    """Score calibration JSON (``vlmrl score --fit-score-calibration``) that maps the scorer's scores
+    before they set priorities and aux rewards; it must have been fitted for this scorer and prompt. The
+    run keeps a copy (score_calibration.json), which a resume uses."""
+    aux_reward_weight: float = 0.0
+    """Weight of the VLM auxiliary reward added to sampled rewards (0: scores steer replay only)."""
+    aux_reward: AuxRewardConfig = field(default_factory=lambda: AuxRewardConfig(kind="shaping"))
+    """How clip scores become per-step auxiliary rewards. Its ``weight`` must stay 1: the one weight is
+    ``aux_reward_weight`` (stored aux rewards are unweighted; the weight applies when a batch is drawn)."""
+    reward_program: Path | None = None
+    """Code-as-Reward program file (`vlmrl reward-program generate|verify`, status verified) for the SO-101
+    twin: its dense reward (sub-tasks done in order plus the next one's progress, in [0, 1]) is computed for
+    every training step in a sandboxed worker process. Evaluation still measures the task's own success. The
+    run keeps a copy (reward_program.json), which a resume uses. None: no program."""
+    reward_program_mode: Literal["add", "replace"] = "add"
+    """add: the env's reward plus reward_program_weight x the CaR reward; replace: the weighted CaR reward alone."""
+    reward_program_weight: float = 1.0
+    """Weight of the CaR reward."""
+    worker: WorkerConfig = field(default_factory=WorkerConfig)
+    """The asynchronous scoring worker."""
+    sync_scoring: bool = False
+    """Wait for each episode's clips to be scored before going on (exactly reproducible VLM modes)."""
+    policy_obs: Literal["state", "pixels", "robot"] = "state"
+    """What the policy sees: the sim's state vector (privileged: object poses); the state plus the cameras'
+    pixels (DrQ encoder); or robot: only what a real arm provides, the LeRobot joint keys plus the
+    cameras' pixels, so `vlmrl deploy` / `vlmrl finetune` can run the policy on an arm."""
+    total_steps: int = 30_000
+    """Environment steps of the whole run (the last episode is finished, so it may run a little over)."""
+    demo_episodes: int = 0
+    """Episodes of the scripted expert (the SO-101 twin's, or Meta-World's own policy of the MT1 task; see
+    ``sim.experts``) put in the replay buffer before training
+    (demonstrations, as in RLPD or SAC from demonstrations). They are scored like any other clip and do not
+    count in total_steps. Use with ``--agent.layer-norm``: with a plain critic, Q diverged on demonstrations.
+    0: none."""
+    prior_share: float = 0.5
+    """Share of each batch drawn from the demonstrations and ``prior_data`` (RLPD's symmetric sampling,
+    Ball et al. 2023), uniformly; the rest comes from online data by ``--replay``. 0: they are replayed
+    like online data, by ``--replay``."""
+    prior_data: Path | None = None
+    """A zarr episode store (``vlmrl record``'s episodes.zarr, or an earlier run's buffer.zarr) whose
+    episodes go into the replay buffer before training as prior data (RLPD), scored like any clip and not
+    counted in total_steps. It must hold the arrays this run stores (same keys, cameras and image size)."""
+    skip_corrupt: bool = False
+    """With ``prior_data``: leave out its damaged episodes (named on the terminal) instead of stopping."""
+    randomize_ramp_steps: int = 0
+    """With ``--sim.randomize``: a curriculum. Each training episode's perturbation is drawn at most
+    ``step / N`` of the full ranges (every factor's magnitude uniform in [0, step / N] x its range), so the
+    run starts on the nominal twin and reaches the full randomisation at env step N. Demonstrations and
+    evaluations use the full ranges. 0: the full ranges from the first step."""
+    asymmetric_critic: bool = False
+    """With ``--policy-obs robot``: the critics also read the sim's privileged ``state`` vector (simulation
+    only); the actor and the exported policy still read only the robot's keys."""
+    learning_starts: int = 1_000
+    """Uniform-random actions for this many steps before the policy acts and updates start."""
+    batch_size: int = 128
+    """Transitions per gradient update."""
+    eval_every_steps: int = 5_000
+    """Evaluate after the episode in which the step count crosses a multiple of this."""
+    eval_episodes: int = 10
+    """Episodes per evaluation (deterministic policy, evaluation-only seeds)."""
+    video_episodes: int = 2
+    """Evaluation episodes of the final evaluation written to the report video (0: no video)."""
+    evaluate_perturb: str | None = None
+    """After training, run the final policy over the held-out perturbation grid of this randomisation
+    preset (light, medium, strong; as ``vlmrl evaluate --perturb``, ``eval_episodes`` per row): writes
+    perturbed.md, perturbed.json and perturbed_views.png and adds the table to report.md. SO-101 twin only."""
+    checkpoint_every_steps: int = 5_000
+    """Checkpoint after the episode in which the step count crosses a multiple of this."""
+    stop_after_steps: int = 0
+    """Stop this invocation (checkpoint and report, like Ctrl-C) after this many steps; 0: run to the end."""
+    seed: int = 0
+    """Seed of everything: env episodes, agent, buffer sampling, random warm-up actions."""
+    run_dir: str = ""
+    """Output directory; empty: runs/train-<task>-<time>."""
+    resume: str = ""
+    """Continue the run in this directory from its checkpoint (its saved config is used)."""
+    torch_threads: int = 1
+    """Torch threads for the learner (keep 1 per core in use; 2x2 threads on 2 cores is >10x slower)."""
+    export_onnx: bool = False
+    """Also write policy.onnx next to policy.pt."""
+    progress: bool = True
+    """Show the rich progress bar."""
+    recipe: RecipeName = "none"
+    """A named set of options (``vlmrl.online.recipes.RECIPES``) that replaces the defaults, so any option given beside
+    it wins: deployable trains a policy a real SO-101 runs (robot observations, demonstrations, episodes that
+    end at success; per-task budgets). What it set is printed and listed in the report."""
+    demo: bool = False
+    """The embedded demo (`make demo`): the defaults plus 25 scripted demonstrations in the buffer, a LayerNorm
+    critic, behaviour cloning on them (weight 0.4, no Q-filter), discount 0.95 and 20,000 steps: the lift
+    learner's recipe (results/lift-learner, setting D), each only where you left that option at its default."""
+    offline: Path | None = None
+    """Offline RL instead of simulation: IQL (or ``--iql.bc``) on these recorded episodes, a vlmrl zarr
+    store (``vlmrl record``) or a LeRobotDataset (vlmrl/offline/run.py). ``total_steps``, ``eval_every_steps``
+    and ``checkpoint_every_steps`` then count gradient steps; evaluation runs in the twin when the data came
+    from it, otherwise on held-out episodes. ``--aux-reward-weight`` weights the stored aux reward (0: 1)."""
+    reward: str = "sparse"
+    """``--offline`` rewards: sparse (the episodes' success info), aux (the stored aux reward of the one
+    scorer there is), scorer:<id> (that scorer's), or sparse+aux / sparse+scorer:<id>; ``vlmrl score`` stores them."""
+    iql: IQLConfig = IQLConfig()  # noqa: RUF009
+    """``--offline`` learner: IQL hyper-parameters (its seed is ``--seed``)."""
+    actors: int = 0
+    """Env actors (Ray processes, each with its own env and a CPU copy of the policy) that collect episodes
+    for this learner, which stays the buffer's only writer (docs/ray.md). 0: one process,
+    Ray is not imported."""
+    ray: RayConfig = RayConfig()
+    """With ``--actors``: the cluster and how the actors are fed."""
+    then_online: int = 0
+    """With ``--offline``: then this many env steps of SAC in the twin the data was recorded in, starting
+    from the offline agent, the data being the prior part of each batch (vlmrl/online/offline_handover.py); the
+    online run goes to ``<offline run>/online``. 0: offline only."""
+    agent_from: Path | None = None
+    """Start SAC from this offline run's agent (``vlmrl train --offline``'s directory): its encoder, actor
+    and Q-networks are handed over (agents/handover.py); the network sizes are the offline agent's."""
+
+
+def resolve_buffer_config(cfg: TrainConfig, scorer_id: str) -> BufferConfig:
+    """The buffer config a run uses: the replay mode's sampler, aux reward wiring, the run's seed.
+
+    The sampler is ``cfg.buffer.sampler`` when it is of the mode's kind (the Python API), else the mode's
+    settings field (``--per-sampler.*``, ``--vlm-sampler.*``, ``--vlm-td-sampler.*``).
+    """
+    replay = REPLAYS[cfg.replay]
+    sampler: Any = (
+        cfg.buffer.sampler
+        if isinstance(cfg.buffer.sampler, replay.sampler)
+        else getattr(cfg, replay.settings_field)
+        if replay.settings_field
+        else replay.sampler()
+    )
+    if (cfg.demo_episodes > 0 or cfg.prior_data) and cfg.prior_share > 0:  # the prior part (RLPD)
+        sampler = PriorMixSamplerConfig(prior_share=cfg.prior_share, online=sampler)
+    return dataclasses.replace(
+        cfg.buffer,
+        sampler=sampler,
+        aux_reward_scorer=scorer_id if cfg.aux_reward_weight > 0 else "",
+        aux_reward_weight=cfg.aux_reward_weight,
+        priority_scorer=scorer_id,
+        seed=cfg.seed,
+    )
+
+
+def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
+    """One-line ConfigErrors for settings that cannot run together (``new_run`` False: a resumed run,
+    whose checkpoint may predate a rule and keeps the semantics it started with)."""
+    check_ranges(cfg)  # every numeric option within its range first (issue #36)
+    if cfg.total_steps < 1 or cfg.batch_size < 1 or cfg.eval_episodes < 1:
+        raise ConfigError("total_steps, batch_size and eval_episodes must be >= 1")
+
+    check_train_grid(cfg.evaluate_perturb, cfg.sim.suite)
+    if cfg.eval_every_steps < 1 or cfg.checkpoint_every_steps < 1:
+        raise ConfigError("eval_every_steps and checkpoint_every_steps must be >= 1")
+    if cfg.replay not in REPLAYS:
+        raise ConfigError(f"replay {cfg.replay!r}: choose one of {', '.join(REPLAYS)}")
+    for mode, replay in REPLAYS.items():  # settings of another mode would be silently ignored (issue #15)
+        settings = getattr(cfg, replay.settings_field) if replay.settings_field else None
+        if new_run and mode != cfg.replay and settings is not None and settings != type(settings)():
+            option = replay.settings_field.replace("_", "-")
+            raise ConfigError(
+                f"--{option}.* settings apply to --replay {mode} only, and this run uses --replay {cfg.replay}: "
+                f"add --replay {mode}, or drop the --{option}.* options"
+            )
+    if not cfg.sim.cameras and (REPLAYS[cfg.replay].needs_scores or cfg.aux_reward_weight > 0):
+        raise ConfigError(
+            f"replay {cfg.replay!r} / aux_reward_weight {cfg.aux_reward_weight} need clips: give the sim a camera "
+            "(--sim.cameras front) or use --replay uniform|per with --aux-reward-weight 0"
+        )
+    if new_run and cfg.aux_reward.weight != 1.0:
+        raise ConfigError(
+            f"aux_reward.weight {cfg.aux_reward.weight}: the aux reward has one weight, aux_reward_weight "
+            f"(set --aux-reward-weight {cfg.aux_reward_weight * cfg.aux_reward.weight:g} and leave aux_reward.weight at 1)"
+        )
+    if cfg.demo_episodes < 0:
+        raise ConfigError(f"demo_episodes must be >= 0, got {cfg.demo_episodes}")
+    if not 0.0 <= cfg.prior_share <= 1.0:
+        raise ConfigError(f"prior_share must be in [0, 1], got {cfg.prior_share}")
+    if cfg.agent.bc_weight > 0 and (cfg.prior_share == 0 or not (cfg.demo_episodes or cfg.prior_data)):
+        raise ConfigError(
+            f"agent.bc_weight {cfg.agent.bc_weight:g} clones the prior part of each batch: add "
+            "--demo-episodes N or --prior-data PATH, with --prior-share > 0"
+        )
+    if cfg.agent_from is not None and cfg.asymmetric_critic:
+        raise ConfigError(
+            "agent_from: an offline agent's Q-networks read no privileged state; drop --asymmetric-critic"
+        )
+    if cfg.agent.actor_reads_estimate and not (cfg.asymmetric_critic and cfg.agent.privileged_aux_weight > 0):
+        raise ConfigError(
+            "agent.actor_reads_estimate reads the auxiliary head's state estimate: add --asymmetric-critic and "
+            "--agent.privileged-aux-weight > 0"
+        )
+    if cfg.randomize_ramp_steps < 0:
+        raise ConfigError(f"randomize_ramp_steps must be >= 0, got {cfg.randomize_ramp_steps}")
+    if cfg.randomize_ramp_steps and (cfg.sim.suite != "so101" or cfg.sim.randomize.preset == "none"):
+        raise ConfigError(
+            "randomize_ramp_steps ramps the twin's randomisation up: set --sim.randomize.preset "
+            "(light, medium or strong) on the SO-101 twin"
+        )
+    if cfg.randomize_ramp_steps and cfg.actors:
+        raise ConfigError(
+            "randomize_ramp_steps is not supported with --actors (the env actors draw their own)"
+        )
+    if cfg.asymmetric_critic and cfg.policy_obs != "robot":
+        raise ConfigError(
+            "asymmetric_critic needs --policy-obs robot (with state the actor reads it already)"
+        )
+    if cfg.demo_episodes and cfg.sim.suite not in EXPERTS:
+        raise ConfigError(
+            f"demo_episodes needs a scripted expert (--sim.suite {' or '.join(sorted(EXPERTS))}), "
+            f"and {cfg.sim.suite!r} has none"
+        )
+    if cfg.reward_program is not None and cfg.sim.suite != "so101":
+        raise ConfigError(f"reward_program needs the SO-101 twin (--sim.suite so101), not {cfg.sim.suite!r}")
+    if cfg.policy_obs == "robot" and cfg.sim.suite != "so101":
+        raise ConfigError("policy_obs 'robot' needs an arm with LeRobot joint keys: --sim.suite so101")
+    if cfg.policy_obs == "pixels" and not cfg.sim.cameras:
+        raise ConfigError("policy_obs 'pixels' needs at least one camera in --sim.cameras")
+    check_actors(cfg)
+    if cfg.policy_obs in ("pixels", "robot") and cfg.buffer.frame_stack != 1:
+        raise ConfigError(
+            "policy_obs 'pixels' supports --buffer.frame-stack 1 only (the policy sees one frame)"
+        )
+
+
+def check_actors(cfg: TrainConfig) -> None:
+    """One-line ConfigErrors for ``--actors`` settings (and what actors cannot run with yet)."""
+    if cfg.actors < 0:
+        raise ConfigError(f"actors must be >= 0, got {cfg.actors}")
+    if not cfg.actors:
+        return
+    ray = cfg.ray
+    if (
+        ray.actor_cpus <= 0
+        or ray.weights_every_updates < 1
+        or ray.max_in_flight < 1
+        or ray.episode_timeout_s <= 0
+    ):
+        raise ConfigError(
+            "ray.actor_cpus and ray.episode_timeout_s must be > 0, ray.weights_every_updates and "
+            "ray.max_in_flight >= 1"
+        )
+    if cfg.reward_program is not None:
+        raise ConfigError("--reward-program runs in the learner's env only: drop it or --actors")
+    if cfg.prior_data is not None:
+        raise ConfigError(
+            "--prior-data with --actors: not supported yet (its store has no policy_version column)"
+        )
+
+
+def resolved_dict(cfg: TrainConfig) -> dict[str, Any]:
+    """The config as plain data (written to config.json), with the scorer's backend named."""
+    data = dataclasses.asdict(cfg)
+    data["scorer"]["kind"] = cfg.scorer.kind
+    return data
+
+
+# The numeric options' valid ranges (vlmrl/config_ranges.py checks them; registered here so that module
+# does not import this one).
+register(
+    RayConfig,
+    {
+        "actor_cpus": POSITIVE,
+        "weights_every_updates": AT_LEAST_ONE,
+        "max_in_flight": AT_LEAST_ONE,
+        "episode_timeout_s": POSITIVE,
+    },
+)
+register(
+    TrainConfig,
+    {
+        "aux_reward_weight": NON_NEGATIVE,
+        "reward_program_weight": NON_NEGATIVE,
+        "total_steps": AT_LEAST_ONE,
+        "demo_episodes": NON_NEGATIVE,
+        "prior_share": UNIT,
+        "randomize_ramp_steps": NON_NEGATIVE,
+        "learning_starts": NON_NEGATIVE,
+        "batch_size": AT_LEAST_ONE,
+        "eval_every_steps": AT_LEAST_ONE,
+        "eval_episodes": AT_LEAST_ONE,
+        "video_episodes": NON_NEGATIVE,
+        "checkpoint_every_steps": AT_LEAST_ONE,
+        "stop_after_steps": NON_NEGATIVE,
+        "seed": SEED,
+        "torch_threads": AT_LEAST_ONE,
+        "actors": NON_NEGATIVE,
+        "then_online": NON_NEGATIVE,
+    },
+)

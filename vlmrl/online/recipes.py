@@ -1,0 +1,154 @@
+"""Named training recipes: `vlmrl train --recipe NAME` sets a measured combination of options at once.
+
+A recipe is a table of ``TrainConfig`` fields (dotted paths such as ``agent.layer_norm``) and their values,
+with per-task budgets. On the command line it replaces ``vlmrl train``'s defaults (``vlmrl.pipelines.train.cli_default``), so
+any option given beside ``--recipe`` wins, even one that names the plain default. What the recipe set and
+what was given instead are printed when the run starts and listed in the run's report; ``config.json`` holds
+the resolved config as always. From Python: ``recipe_config("deployable", "lift", TrainConfig())``.
+
+Each recipe's measured results are in docs/deployable.md and ``results/deployable/``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from vlmrl.errors import ConfigError
+
+TrainConfig = Any
+"""``vlmrl.online.config.TrainConfig`` (not imported: it imports ``RecipeName`` from here)."""
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A named set of ``vlmrl train`` options."""
+
+    summary: str
+    """One sentence: what a run with this recipe produces."""
+    settings: dict[str, Any]
+    """Dotted ``TrainConfig`` field -> value, for every task."""
+    task_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Twin task -> settings that differ per task (budgets)."""
+
+
+DEPLOYABLE = Recipe(
+    summary=(
+        "a policy a real SO-101 runs (joints + front camera, joint-delta actions), learned with 25 scripted "
+        "demonstrations and a sparse reward"
+    ),
+    settings={
+        "policy_obs": "robot",
+        "sim.action_mode": "delta",
+        "sim.reward": "sparse",
+        # Lift, push and place: episodes run on after success, so a held success keeps paying; ending them at
+        # the first success step let lift policies snatch the cube (70% and 50% at 30k steps against 75%
+        # and 75% on the same seeds; docs/ARCHITECTURE.md, "Episodes that end at success").
+        "sim.terminate_on_success": False,
+        "buffer.gamma": 0.95,
+        "buffer.storage": "memory",
+        "replay": "uniform",
+        "demo_episodes": 25,
+        "agent.layer_norm": True,
+        "agent.bc_weight": 0.4,
+        "agent.bc_q_filter": False,
+        "asymmetric_critic": True,
+        "agent.privileged_aux_weight": 1.0,
+        "eval_every_steps": 2500,
+        "eval_episodes": 20,
+    },
+    task_settings={
+        # Reach ends at success, valued as held for ever (the absorbing terminal): without it a sparse success
+        # that ends the episode is worth less than the entropy bonus of staying alive (50% against 80% at 10k).
+        "reach": {
+            "total_steps": 10_000,
+            "eval_every_steps": 1000,
+            "sim.terminate_on_success": True,
+            "buffer.absorbing_terminal": True,
+        },
+        "lift": {"total_steps": 30_000},
+        "push": {"total_steps": 30_000},
+        "place": {"total_steps": 30_000},
+    },
+)
+
+RECIPES: dict[str, Recipe] = {"deployable": DEPLOYABLE}
+"""The recipes of ``--recipe``, by name."""
+
+if TYPE_CHECKING:
+    RecipeName = str
+else:
+    RecipeName = Literal[("none", *RECIPES)]
+"""A recipe name as a CLI choice ("none": no recipe)."""
+
+
+def _get(obj: Any, path: str) -> Any:
+    for name in path.split("."):
+        obj = getattr(obj, name)
+    return obj
+
+
+def _with(obj: Any, path: str, value: Any) -> Any:
+    head, _, rest = path.partition(".")
+    if not rest:
+        return dataclasses.replace(obj, **{head: value})
+    return dataclasses.replace(obj, **{head: _with(getattr(obj, head), rest, value)})
+
+
+def recipe_settings(name: str, task: str) -> dict[str, Any]:
+    """The settings recipe ``name`` makes for twin task ``task`` (its per-task values win)."""
+    if name not in RECIPES:
+        raise ConfigError(f"recipe {name!r}: choose one of none, {', '.join(RECIPES)}")
+    recipe = RECIPES[name]
+    return {**recipe.settings, **recipe.task_settings.get(task, {})}
+
+
+def recipe_config(name: str, task: str, base: TrainConfig) -> TrainConfig:
+    """``base`` with twin task ``task`` and recipe ``name``'s settings for it (what `vlmrl train --recipe NAME
+    --sim.task TASK` starts from before the other options apply; the Python API's way to use a recipe)."""
+    if base.sim.suite != "so101":
+        raise ConfigError(
+            f"recipe {name!r} is for the SO-101 twin (--sim.suite so101), not {base.sim.suite!r}"
+        )
+    cfg = dataclasses.replace(base, recipe=name, sim=dataclasses.replace(base.sim, task=task))
+    for path, value in recipe_settings(name, task).items():
+        cfg = _with(cfg, path, value)
+    return cfg
+
+
+def recipe_changes(cfg: TrainConfig, defaults: TrainConfig) -> dict[str, Any]:
+    """The settings of ``cfg``'s recipe that differ from ``defaults`` (what the recipe changes)."""
+    if cfg.recipe == "none":
+        return {}
+    return {
+        path: value
+        for path, value in recipe_settings(cfg.recipe, cfg.sim.task).items()
+        if _get(defaults, path) != value
+    }
+
+
+def overridden(cfg: TrainConfig) -> dict[str, Any]:
+    """The settings of ``cfg``'s recipe that ``cfg`` does not follow (options given beside ``--recipe``):
+    path -> the value used."""
+    if cfg.recipe == "none":
+        return {}
+    return {
+        path: _get(cfg, path)
+        for path, value in recipe_settings(cfg.recipe, cfg.sim.task).items()
+        if _get(cfg, path) != value
+    }
+
+
+def describe(applied: dict[str, Any]) -> str:
+    """The settings a recipe took, as command-line options."""
+    options = []
+    for path, value in applied.items():
+        option = "--" + path.replace("_", "-")
+        if isinstance(value, bool):
+            head, _, last = option.rpartition(".")
+            option = option if value else f"{head}.no-{last}" if head else f"--no-{last.lstrip('-')}"
+            options.append(option)
+        else:
+            options.append(f"{option} {value}")
+    return " ".join(options)
