@@ -9,7 +9,7 @@ import pytest
 import replay_experiment as bench
 
 from tests.vlmrl.test_train import tiny
-from vlmrl.checkpoint import load_checkpoint
+from vlmrl.loop.checkpoint import load_checkpoint
 from vlmrl.pipelines.train import main
 
 WINDOW = 40

@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from tests.vlmrl.test_train import assert_same_run, tiny
-from vlmrl.checkpoint import load_checkpoint
+from vlmrl.loop.checkpoint import load_checkpoint
 from vlmrl.pipelines.train import TrainConfig, main
 
 
