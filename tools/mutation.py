@@ -172,7 +172,11 @@ GROUPS = {
     "frame_checks": Group(
         "buffer",
         "buffer/storage/shard_format.py",
-        ("tests/buffer/test_frame_checks.py", "tests/buffer/test_zarr_storage.py"),
+        (
+            "tests/buffer/test_frame_checks.py",
+            "tests/buffer/test_zarr_storage.py",
+            "tests/buffer/test_jpeg_frames.py",
+        ),
     ),
     "integrity": Group(
         "buffer",
