@@ -197,3 +197,68 @@ def test_bad_input_is_refused() -> None:
     other = IQL(dataclasses.replace(SMALL, hidden_dims=(16,)), STATE_SPEC, box())
     with pytest.raises(AgentError, match="does not match"):
         other.load_state_dict(agent.state_dict())
+
+
+def test_one_update_is_the_iql_step_written_out() -> None:
+    """Value (expectile), Q (TD to r + discount * V(s')) and actor (advantage-weighted log-likelihood of a
+    Gaussian around tanh(mean)) losses, their logged values and the one optimizer step on their sum, against
+    the formulas computed here from a copy of the agent."""
+    import math
+
+    cfg = dataclasses.replace(SMALL, temperature=2.0, max_weight=5.0)
+    agent = IQL(cfg, STATE_SPEC, box())
+    rng = np.random.default_rng(3)
+    batch = random_batch(
+        STATE_SPEC,
+        seed=3,
+        discount=rng.choice([0.0, 0.9, 0.99], 16).astype(np.float32),
+        weights=rng.uniform(0.2, 2.0, 16).astype(np.float32),
+    )
+    ref = IQL(cfg, STATE_SPEC, box())
+    ref.load_state_dict(agent.state_dict())
+    obs, next_obs = ref.obs_to_tensors(batch.obs), ref.obs_to_tensors(batch.next_obs)
+    ref.encoder.update_statistics(obs)
+    low, high = torch.as_tensor(box().low), torch.as_tensor(box().high)
+    action = (2.0 * (torch.as_tensor(batch.action) - low) / (high - low) - 1.0).clamp(-1.0, 1.0)
+    reward, discount = torch.as_tensor(batch.reward), torch.as_tensor(batch.discount)
+    weights = torch.as_tensor(batch.weights)
+    none = torch.zeros(16, 0)
+    features = ref.encoder(obs)
+    with torch.no_grad():
+        q_data = ref.critic_target(features, action).min(dim=0).values
+        q_target = reward + discount * ref.value(ref.encoder(next_obs), none)[0]
+    v = ref.value(features.detach(), none)[0]
+    u = q_data - v
+    value_loss = (torch.where(u > 0, 0.7, 0.3) * u**2).mean()
+    q = ref.critic(features, action)
+    critic_loss = sum(0.5 * (weights * (q[i] - q_target) ** 2).mean() for i in range(q.shape[0]))
+    advantage = u.detach()
+    awr = torch.exp(2.0 * advantage).clamp(max=5.0)
+    mean, log_std = ref.actor(features.detach())
+    std = torch.exp(log_std)
+    log_prob = (
+        -((action - torch.tanh(mean)) ** 2) / (2 * std**2) - log_std - 0.5 * math.log(2 * math.pi)
+    ).sum(-1)
+    actor_loss = -(awr * log_prob).mean()
+    ref.optimizer.zero_grad()
+    (value_loss + critic_loss + actor_loss).backward()
+    ref.optimizer.step()
+
+    metrics = agent.update(batch)
+    expected = {
+        "value_loss": value_loss,
+        "critic_loss": critic_loss,
+        "actor_loss": actor_loss,
+        "v_mean": v.mean(),
+        "q_mean": q.mean(),
+        "advantage": advantage.mean(),
+        "awr_weight": awr.mean(),
+    }
+    for name, value in expected.items():
+        assert metrics[name] == pytest.approx(float(value.detach()), rel=1e-4, abs=1e-6), name
+    for net in ("actor", "critic", "value", "encoder"):
+        for got, want in zip(getattr(agent, net).parameters(), getattr(ref, net).parameters(), strict=True):
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, msg=lambda m, n=net: f"{n}: {m}")
+    assert agent.num_updates == 1
+    agent.update(batch)
+    assert agent.num_updates == 2
