@@ -33,7 +33,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MUTMUT = ROOT / ".venv" / "bin" / "mutmut"
-COPIED = ("agents", "buffer", "calibration", "robot", "sim", "tests", "vlm", "vlmrl", "pyproject.toml")
+COPIED = (
+    "agents",
+    "buffer",
+    "calibration",
+    "robot",
+    "sim",
+    "tests",
+    "vlm",
+    "vlmrl",
+    "docs",
+    "pyproject.toml",
+)
+"""What a scratch copy holds: the packages, the tests and the docs some tests read (docs/recordings.md)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -275,6 +287,9 @@ def run_group(
     # OSMesa, not EGL: mutmut forks each mutant from a process whose tests already made an EGL context,
     # and a new EGL renderer in the forked child hangs (seen in the offline group's recording fixture).
     env |= {"MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"}
+    # Mesa's llvmpipe rasterises on worker threads, which a forked mutant does not inherit: its first frame
+    # then waits for them forever. With LP_NUM_THREADS=0 the calling thread rasterises.
+    env["LP_NUM_THREADS"] = "0"
     started = datetime.datetime.now(datetime.UTC)
     commit = subprocess.run(  # of the tree copied (the tests, on a re-run), not of the tree at the end
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
