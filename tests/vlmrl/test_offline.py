@@ -226,3 +226,130 @@ def test_offline_on_a_dataset_written_by_lerobots_own_recorder(tmp_path, camera_
     assert cli.main(["train", "--offline", str(root), *cli_args(run)]) == 0
     history = torch.load(run / "checkpoint.pt", weights_only=False)["history"]
     assert {"action_mae", "value_auc"} <= set(history[-1]) and (run / "policy.pt").is_file()
+
+
+def test_a_train_config_becomes_the_offline_run_it_asks_for() -> None:
+    from pathlib import Path
+
+    from vlmrl.offline.run import from_train_config
+    from vlmrl.online.config import TrainConfig
+
+    base = TrainConfig()
+    cfg = dataclasses.replace(
+        base,
+        offline=Path("rec/episodes.zarr"),
+        reward="sparse+aux",
+        aux_reward_weight=0.25,
+        policy_obs="robot",
+        iql=dataclasses.replace(base.iql, expectile=0.8),
+        buffer=dataclasses.replace(base.buffer, gamma=0.95),
+        total_steps=1234,
+        batch_size=64,
+        eval_every_steps=321,
+        eval_episodes=7,
+        checkpoint_every_steps=111,
+        stop_after_steps=99,
+        seed=5,
+        run_dir="runs/x",
+        resume="runs/y",
+        torch_threads=2,
+        then_online=4000,
+    )
+    assert from_train_config(cfg) == OfflineConfig(
+        data=Path("rec/episodes.zarr"),
+        reward="sparse+aux",
+        aux_weight=0.25,
+        policy_obs="robot",
+        agent=dataclasses.replace(base.iql, expectile=0.8, seed=5),
+        gamma=0.95,
+        gradient_steps=1234,
+        batch_size=64,
+        eval_every_steps=321,
+        eval_episodes=7,
+        checkpoint_every_steps=111,
+        stop_after_steps=99,
+        seed=5,
+        run_dir="runs/x",
+        resume="runs/y",
+        torch_threads=2,
+        then_online_steps=4000,
+    )
+    plain = from_train_config(dataclasses.replace(base, aux_reward_weight=0.0))
+    assert plain.aux_weight == 1.0 and plain.data == Path("")  # no weight given: the aux reward counts once
+
+
+@pytest.mark.parametrize(
+    ("policy_obs", "available", "keys"),
+    [
+        ("auto", ["state", "pixels/front"], ["state"]),
+        ("state", ["state", "pixels/front"], ["state"]),
+        ("pixels", ["state", "pixels/wrist", "pixels/front"], ["state", "pixels/front", "pixels/wrist"]),
+        (
+            "auto",
+            ["gripper.pos", "shoulder_pan.pos", "pixels/front"],
+            ["gripper.pos", "shoulder_pan.pos", "pixels/front"],
+        ),
+        ("robot", ["state", "elbow.pos", "pixels/front"], ["elbow.pos", "pixels/front"]),
+    ],
+)
+def test_the_policy_reads_the_keys_its_kind_needs(policy_obs, available, keys) -> None:
+    from vlmrl.offline.run import select_obs_keys
+
+    assert select_obs_keys(policy_obs, available, "data.zarr") == keys
+
+
+@pytest.mark.parametrize(
+    ("policy_obs", "available", "message"),
+    [
+        (
+            "state",
+            ["elbow.pos"],
+            r"^--policy-obs state: data.zarr has no 'state' observation \(it has \['elbow.pos'\]\); use --policy-obs robot$",
+        ),
+        (
+            "pixels",
+            ["elbow.pos", "pixels/front"],
+            r"^--policy-obs pixels: data.zarr has no 'state' observation",
+        ),
+        (
+            "pixels",
+            ["state"],
+            r"^--policy-obs pixels: data.zarr holds no camera frames \(it has \['state'\]\)$",
+        ),
+        (
+            "robot",
+            ["state", "pixels/front"],
+            r"^--policy-obs robot: data.zarr has no LeRobot joint keys \(\*\.pos; it has",
+        ),
+    ],
+)
+def test_data_without_what_the_policy_needs_is_refused_in_one_line(policy_obs, available, message) -> None:
+    from vlmrl.offline.run import select_obs_keys
+
+    with pytest.raises(ConfigError, match=message):
+        select_obs_keys(policy_obs, available, "data.zarr")
+
+
+def test_without_a_twin_the_action_box_is_the_datas_range_widened_by_five_percent() -> None:
+    import gymnasium as gym
+
+    from vlmrl.offline.run import action_box
+
+    class Data:
+        action = np.array(
+            [[0.0, 1.0, 2.0], [1.0, 1.0, -2.0], [9.0, 9.0, 9.0]], np.float32
+        )  # last row: no step
+
+        def transition_rows(self) -> np.ndarray:
+            return np.array([0, 1])
+
+    box = action_box(Data(), None, gym)
+    np.testing.assert_allclose(box.low, [-0.05, 1.0 - 1e-3, -2.2], rtol=1e-6)
+    np.testing.assert_allclose(box.high, [1.05, 1.0 + 1e-3, 2.2], rtol=1e-6)
+    assert box.dtype == np.float32
+    twin = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+
+    class Env:
+        action_space = twin
+
+    assert action_box(Data(), Env(), gym) is twin
