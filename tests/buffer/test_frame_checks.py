@@ -79,3 +79,22 @@ def test_check_episodes_reads_every_block_of_an_episode(make, tmp_path, codec: s
             storage.read("pixels/front", np.array([row]))
     finally:
         storage.close()
+
+
+def test_a_jpeg_chunk_decodes_to_its_frame_shape_and_refuses_a_flipped_byte() -> None:
+    shape = (16, 12, 3)
+    frame = (np.arange(np.prod(shape)).reshape(shape) // 7 % 256).astype(
+        np.uint8
+    )  # smooth: JPEG keeps it close
+    chunks = ChunkCodec("jpeg", shape)
+    chunk = chunks.encode(frame)
+    decoded = chunks.decode(chunk)
+    assert decoded.shape == shape and decoded.dtype == np.uint8 and chunks.is_lossy
+    assert np.abs(decoded.astype(int) - frame).mean() < 4.0  # lossy, but the same picture
+    flat = np.empty(frame.size, np.uint8)
+    chunks.decode_into(chunk, flat)
+    np.testing.assert_array_equal(flat.reshape(shape), decoded)
+    damaged = bytearray(chunk)
+    damaged[len(chunk) // 2] ^= 0x10
+    with pytest.raises(ValueError, match=r"^frame checksum mismatch$"):
+        chunks.decode(bytes(damaged))
