@@ -172,6 +172,7 @@ RANGES: dict[type, dict[str, Range]] = {
         "clip_length": AT_LEAST_ONE,
         "clip_stride": AT_LEAST_ONE,
         "aux_reward_weight": NON_NEGATIVE,
+        "replay_stats_every": NON_NEGATIVE,
         "seed": SEED,
     },
     PERSamplerConfig: {

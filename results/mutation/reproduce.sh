@@ -7,6 +7,6 @@
 set -euo pipefail
 OUT=${1:?usage: results/mutation/reproduce.sh OUT}
 source results/lib.sh
-GROUPS=(sac safety learner replay samplers)
+GROUPS=(sac safety learner replay samplers tasks randomization iql offline scoring_worker reward_checker frame_checks integrity zarr_commit)
 python_script tools/mutation.py --jobs 1 --scratch "$OUT/scratch" "${GROUPS[@]}"
 python_script tools/mutation.py --rerun --jobs 1 --scratch "$OUT/scratch" "${GROUPS[@]}"
