@@ -17,16 +17,19 @@ ALLOWED = {
 }
 
 
+def names_imported_by(node: ast.AST) -> list[str]:
+    """The absolute module names an ``import``/``from ... import`` node names; [] for any other node."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        return [node.module]
+    return []
+
+
 def project_imports(path: Path) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
-        else:
-            continue
-        found |= {name.split(".")[0] for name in names} & PROJECT
+        found |= {name.split(".")[0] for name in names_imported_by(node)} & PROJECT
     return found
 
 
@@ -338,13 +341,7 @@ def function_level_project_imports() -> dict[str, set[str]]:
             ]
             for function in functions:
                 for node in ast.walk(function):
-                    if isinstance(node, ast.Import):
-                        names = [alias.name for alias in node.names]
-                    elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                        names = [node.module]
-                    else:
-                        continue
-                    for name in names:
+                    for name in names_imported_by(node):
                         if name.split(".")[0] in PROJECT:
                             found.setdefault(str(path.relative_to(ROOT)), set()).add(name)
     return found

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from agents.export import load_policy
 from vlmrl.loop.checkpoint import MOVED_MODULES, load_checkpoint
@@ -26,14 +27,6 @@ def test_a_checkpoint_of_2026_12_03_loads_with_its_config_and_loop_state() -> No
     assert isinstance(state["loop"], LoopState)
     assert state["loop"].step >= 120 and state["loop"].evals  # the run finished with one evaluation
     assert state["policy_obs_spec"] == {"state": ((state["policy_obs_spec"]["state"][0][0],), "float32")}
-
-
-def test_a_policy_file_of_2026_12_03_loads_and_acts_within_its_bounds() -> None:
-    policy = load_policy(OLD_RUN / "policy.pt")
-    assert policy.run["task"] == "reach"
-    ((key, (shape, _)),) = policy.obs_spec.items()
-    action = policy({key: np.zeros(shape, np.float32)})
-    assert np.all(action >= policy.action_low) and np.all(action <= policy.action_high)
 
 
 def test_a_run_of_2026_12_03_resumes_and_finishes(tmp_path: Path, capsys) -> None:
@@ -60,8 +53,9 @@ def test_a_scored_checkpoint_of_the_flat_package_loads_with_its_classes() -> Non
     assert sorted(state["scoring"]) == ["episode_scores", "scores"]
 
 
-def test_a_policy_file_of_the_flat_package_loads_and_acts_within_its_bounds() -> None:
-    policy = load_policy(SCORED_RUN / "policy.pt")
+@pytest.mark.parametrize("run", [OLD_RUN, SCORED_RUN], ids=["2026-12-03", "flat-package-scored"])
+def test_an_old_policy_file_loads_and_acts_within_its_bounds(run: Path) -> None:
+    policy = load_policy(run / "policy.pt")
     assert policy.run["task"] == "reach"
     ((key, (shape, _)),) = policy.obs_spec.items()
     action = policy({key: np.zeros(shape, np.float32)})

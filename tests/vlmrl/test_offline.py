@@ -235,15 +235,7 @@ def test_a_train_config_becomes_the_offline_run_it_asks_for() -> None:
     from vlmrl.online.config import TrainConfig
 
     base = TrainConfig()
-    cfg = dataclasses.replace(
-        base,
-        offline=Path("rec/episodes.zarr"),
-        reward="sparse+aux",
-        aux_reward_weight=0.25,
-        policy_obs="robot",
-        iql=dataclasses.replace(base.iql, expectile=0.8),
-        buffer=dataclasses.replace(base.buffer, gamma=0.95),
-        total_steps=1234,
+    same = dict(  # fields of the same name and meaning in both configs
         batch_size=64,
         eval_every_steps=321,
         eval_episodes=7,
@@ -253,6 +245,17 @@ def test_a_train_config_becomes_the_offline_run_it_asks_for() -> None:
         run_dir="runs/x",
         resume="runs/y",
         torch_threads=2,
+    )
+    cfg = dataclasses.replace(
+        base,
+        offline=Path("rec/episodes.zarr"),
+        reward="sparse+aux",
+        aux_reward_weight=0.25,
+        policy_obs="robot",
+        iql=dataclasses.replace(base.iql, expectile=0.8),
+        buffer=dataclasses.replace(base.buffer, gamma=0.95),
+        total_steps=1234,
+        **same,
         then_online=4000,
     )
     assert from_train_config(cfg) == OfflineConfig(
@@ -263,15 +266,7 @@ def test_a_train_config_becomes_the_offline_run_it_asks_for() -> None:
         agent=dataclasses.replace(base.iql, expectile=0.8, seed=5),
         gamma=0.95,
         gradient_steps=1234,
-        batch_size=64,
-        eval_every_steps=321,
-        eval_episodes=7,
-        checkpoint_every_steps=111,
-        stop_after_steps=99,
-        seed=5,
-        run_dir="runs/x",
-        resume="runs/y",
-        torch_threads=2,
+        **same,
         then_online_steps=4000,
     )
     plain = from_train_config(dataclasses.replace(base, aux_reward_weight=0.0))
