@@ -166,7 +166,7 @@ class ReplayBuffer:
             if self._stats is not None:
                 info = {key: arrays[f"info/{key}"] for key in self.info_keys}
                 self._track_episode(start, start + n, episode, info)
-                self._stats.clock = self.storage.episodes().next_row - episode - 1  # transitions ever stored
+                self._stats.clock = self._transitions_ever_stored()
             return episode
 
     def _index_episode(self, start: int, end: int) -> np.ndarray:
@@ -197,7 +197,12 @@ class ReplayBuffer:
             start, end = table.bounds(e)
             lo, hi = start - table.first_row, end - table.first_row
             self._track_episode(start, end, e, {key: col[lo:hi] for key, col in columns.items()})
-        self._stats.clock = table.next_row - table.first - table.count  # transitions ever stored
+        self._stats.clock = self._transitions_ever_stored()
+
+    def _transitions_ever_stored(self) -> int:
+        """Rows ever written less one final-observation row per episode ever stored (ids count from 0)."""
+        table = self.storage.episodes()
+        return table.next_row - table.first - table.count
 
     def _replay_scores_into_sampler(self) -> None:
         """After reopening a store, feed the stored VLM scores of live transitions back to the sampler."""
