@@ -4,7 +4,8 @@
     python benchmarks/pinned_run.py OUT_JSON --compare REF  # ... and fail unless they equal REF's
 
 The state run's reference is benchmarks/reference/pinned_run_state.json (written before the app package
-moved into rooms, and again after it: the same numbers).
+moved into rooms, and again after it: the same numbers; rewritten on purpose when reach targets gained
+their clearance from the home tool point, ``sim.so101.tasks.REACH_START_CLEARANCE_M``).
 
 The run: the twin's ``reach`` task on its state vector, seed 0, uniform replay, no cameras (so no scorer),
 2,000 steps with an evaluation every 500; and, with ``--run scored``, a short run with the front camera at

@@ -33,6 +33,7 @@ from sim.randomization import (
 from sim.rewards import shaped_or_sparse_reward
 from sim.so101.arm import CAMERAS, SO101Sim, joint_limits
 from sim.so101.calibrated_cameras import apply_camera_calibration, calibration_uncertainty
+from sim.so101.geometry import HOME_TCP
 from sim.so101.kinematics import inverse_kinematics, solve_ik
 from sim.so101.tasks import TASKS, Task
 
@@ -69,7 +70,7 @@ EE_WORKSPACE_HIGH_M = np.array([0.34, 0.28, 0.26])
 _ARM_JOINTS = np.array([name != "gripper" for name in JOINT_NAMES])
 """Which of ``JOINT_NAMES`` the anti-windup bound applies to: all but the gripper."""
 
-HOME_TCP_M = np.array([0.16, 0.0, 0.13])
+HOME_TCP_M = np.array(HOME_TCP)
 """Tool centre point of the home pose episodes start near (gripper 60 deg below horizontal)."""
 _HOME_NOISE_DEG = 6.0
 

@@ -40,3 +40,6 @@ FINGER_GAP_CLOSED_M = 0.008
 ARM_JOINTS: tuple[str, ...] = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll")
 CUBE_HALF_M = 0.015
 """Half the side of the cube."""
+
+HOME_TCP = (0.16, 0.0, 0.13)
+"""Tool centre point (metres) of the home pose episodes start near (gripper 60 deg below horizontal)."""

@@ -33,6 +33,9 @@ from sim.so101.scripted import PUSH_APPROACH_Z_M, PUSH_BEHIND_M, PUSH_Z_M
 
 REACH_RADIUS_M = 0.04
 """reach: success when the tool centre point is this close to the target."""
+REACH_START_CLEARANCE_M = 0.08
+"""reach: targets are drawn at least this far from the home tool point (twice the success radius, more than
+the home pose's noise moves the tool), so no episode starts solved (7.5% of seeds did before)."""
 LIFT_HEIGHT_M = 0.04
 """lift: success when the grasped cube's bottom is this high above the table."""
 PUSH_RADIUS_M = 0.03
@@ -120,7 +123,8 @@ class ReachTask:
         _park(sim, "zone", "bin")
         while True:
             target = rng.uniform([0.12, -0.13, 0.03], [0.26, 0.13, 0.17])
-            if inverse_kinematics(target, pitch_deg=60.0) is not None:
+            far = np.linalg.norm(target - np.array(g.HOME_TCP)) >= REACH_START_CLEARANCE_M
+            if far and inverse_kinematics(target, pitch_deg=60.0) is not None:
                 break
         self._target = target
         sim.set_marker("target", target)
