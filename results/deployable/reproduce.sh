@@ -40,4 +40,29 @@ wait
 train lift-nt-utd2e10-s0 "${NT[@]}" --sim.task lift --seed 0 --agent.utd-ratio 2 --agent.num-critics 10 &
 train lift-nt-utd2e10-s1 "${NT[@]}" --sim.task lift --seed 1 --agent.utd-ratio 2 --agent.num-critics 10 &
 wait
+# More demonstrations (session of 2026-12-03 23:44; demos.json, demos.md): push and place from robot
+# observations and, as a diagnostic, from the state vector; 25 against 100 demonstrations, a shaped reward,
+# gamma 0.99, the actor reading the auxiliary estimate, the wrist camera beside the front one.
+STATE=(--policy-obs state --no-asymmetric-critic --agent.privileged-aux-weight 0 --sim.cameras)
+train push-shaped-s0 "${DEP[@]}" --sim.task push --seed 0 --demo-episodes 25 --sim.reward shaped &
+train place-shaped-s0 "${DEP[@]}" --sim.task place --seed 0 --sim.reward shaped &
+wait
+train push-state-s0 "${DEP[@]}" --sim.task push --seed 0 --demo-episodes 25 "${STATE[@]}" &
+train place-state-s0 "${DEP[@]}" --sim.task place --seed 0 "${STATE[@]}" &
+wait
+train push-state-g99-s0 "${DEP[@]}" --sim.task push --seed 0 --demo-episodes 25 "${STATE[@]}" --buffer.gamma 0.99 &
+train push-state-d100-s0 "${DEP[@]}" --sim.task push --seed 0 --demo-episodes 100 "${STATE[@]}" &
+wait
+train push-state-d100-s1 "${DEP[@]}" --sim.task push --seed 1 --demo-episodes 100 "${STATE[@]}" &
+train place-state-d100-s0 "${DEP[@]}" --sim.task place --seed 0 --demo-episodes 100 "${STATE[@]}" &
+wait
+train push-d100-s0 "${DEP[@]}" --sim.task push --seed 0 --demo-episodes 100 &
+train place-d100-s0 "${DEP[@]}" --sim.task place --seed 0 --demo-episodes 100 &
+wait
+train push-d100-s1 "${DEP[@]}" --sim.task push --seed 1 --demo-episodes 100 &
+train push-d100-est-s0 "${DEP[@]}" --sim.task push --seed 0 --demo-episodes 100 --agent.actor-reads-estimate &
+wait
+train place-d100-est-s0 "${DEP[@]}" --sim.task place --seed 0 --demo-episodes 100 --agent.actor-reads-estimate &
+train place-d100-wrist-s0 "${DEP[@]}" --sim.task place --seed 0 --demo-episodes 100 --sim.cameras front wrist &
+wait
 python_script results/deployable/collect.py "$OUT" --out "$OUT"

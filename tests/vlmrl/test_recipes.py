@@ -33,7 +33,9 @@ def test_the_deployable_recipe_sets_a_robot_policy_with_per_task_budgets() -> No
     assert (
         not lift.sim.terminate_on_success and not lift.buffer.absorbing_terminal
     )  # a held lift keeps paying
-    assert overridden(lift) == {}
+    assert overridden(lift) == {} and lift.demo_episodes == 25
+    push = parse("--recipe", "deployable", "--sim.task", "push")
+    assert push.demo_episodes == 100 and overridden(push) == {}  # push's own demonstrations
     # What it changes is what differs from the defaults, and nothing else.
     changes = recipe_changes(lift, TrainConfig())
     assert changes["policy_obs"] == "robot" and "sim.reward" not in changes  # sparse is the default already
