@@ -65,7 +65,9 @@ wait
 train place-d100-est-s0 "${DEP[@]}" --sim.task place --seed 0 --demo-episodes 100 --agent.actor-reads-estimate &
 train place-d100-wrist-s0 "${DEP[@]}" --sim.task place --seed 0 --demo-episodes 100 --sim.cameras front wrist &
 wait
-train lift-d100-s0 "${DEP[@]}" --sim.task lift --seed 0 --demo-episodes 100
+train lift-d100-s0 "${DEP[@]}" --sim.task lift --seed 0 --demo-episodes 100 &
+train push-rec-s2 "${DEP[@]}" --sim.task push --seed 2 &   # the recipe since 47d8f98 (100 demonstrations)
+wait
 # Reach after its targets gained their clearance from the home tool point (3fdf494: no episode starts solved).
 for s in 0 1 2; do train reach-dep-clear-s$s "${DEP[@]}" --sim.task reach --seed $s; done
 python_script results/deployable/collect.py "$OUT" --out "$OUT"
