@@ -46,7 +46,10 @@ def test_iql_beats_behaviour_cloning_on_mixed_reach_data() -> None:
         )
         agent = IQL(cfg, spec, env.action_space)
         data = OfflineDataset(episodes, rewards, gamma=0.95, seed=0)
-        for _ in range(600):
+        # 2,000 updates: since reach targets keep their clearance from the start (3fdf494) no random episode
+        # starts solved, fewer succeed, and IQL needs longer to value the expert's moves (600 updates: IQL 5%,
+        # BC 20%; 2,000: IQL 70%, BC 15%).
+        for _ in range(2000):
             agent.update(data.sample(256))
         result = evaluate(env, lambda obs, agent=agent: agent.act(obs), list(range(1000, 1020)))
         success["bc" if bc else "iql"] = result.success_rate
