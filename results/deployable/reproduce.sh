@@ -68,6 +68,7 @@ wait
 train lift-d100-s0 "${DEP[@]}" --sim.task lift --seed 0 --demo-episodes 100 &
 train push-rec-s2 "${DEP[@]}" --sim.task push --seed 2 &   # the recipe since 47d8f98 (100 demonstrations)
 wait
+train lift-d100-s1 "${DEP[@]}" --sim.task lift --seed 1 --demo-episodes 100
 # Reach after its targets gained their clearance from the home tool point (3fdf494: no episode starts solved).
 for s in 0 1 2; do train reach-dep-clear-s$s "${DEP[@]}" --sim.task reach --seed $s; done
 python_script results/deployable/collect.py "$OUT" --out "$OUT"
