@@ -89,6 +89,20 @@ def test_stop_and_resume_repeats_the_uninterrupted_run_bit_for_bit(tmp_path: Pat
     assert_same_run(straight, stopped)
 
 
+def test_evals_jsonl_follows_the_run_and_a_resume_rewrites_it_without_repeats(tmp_path) -> None:
+    run = tmp_path / "run"
+    assert main(tiny(run, stop_after_steps=120)) == 0
+    early = [json.loads(line) for line in (run / "evals.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in early] == [e["step"] for e in load_checkpoint(run)["loop"].evals]
+    assert early and all(e["step"] <= 150 for e in early)
+    assert main(TrainConfig(resume=str(run), progress=False)) == 0
+    lines = [json.loads(line) for line in (run / "evals.jsonl").read_text().splitlines()]
+    assert lines == load_checkpoint(run)["loop"].evals  # the run's whole history, each evaluation once
+    assert len({e["step"] for e in lines}) == len(lines) == 3
+    assert {"success_rate", "return"} <= set(lines[0])
+    assert "evals.jsonl" in (run / "report.md").read_text()
+
+
 def test_ctrl_c_keeps_the_last_finished_episode_and_resume_repeats_the_rest(tmp_path, monkeypatch) -> None:
     straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
     assert main(tiny(straight)) == 0

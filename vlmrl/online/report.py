@@ -236,6 +236,7 @@ def write_report(
             if getattr(state, "best_eval_step", -1) >= 0
             else []
         ),
+        "- `evals.jsonl`: the scheduled evaluations, one per line, written as the run goes",
         "- `checkpoint/`: everything for `--resume`; `tb/`: TensorBoard scalars; `config.json`: resolved config",
         "",
     ]

@@ -419,6 +419,7 @@ class Trainer:
                 1 + (state.step - state.next_eval_step) // cfg.eval_every_steps
             )
             self._keep_if_best(self._evaluate(writer))
+            self._write_evals()
         progress.update(state.step, self._progress_fields(stats))
         if state.step >= state.next_checkpoint_step:
             state.next_checkpoint_step += cfg.checkpoint_every_steps * (
@@ -443,6 +444,15 @@ class Trainer:
         for key, value in result.as_dict().items():
             writer.add_scalar(f"eval/{key}", value, self.state.step)
         return result
+
+    def _write_evals(self) -> None:
+        """Rewrite ``evals.jsonl`` (one scheduled evaluation per line) so that a script or a person can
+        follow a run's success while it trains; rewritten whole, so a resumed run's file matches its
+        history (evaluations past the checkpoint are repeated, not kept twice)."""
+        lines = "".join(json.dumps(e) + "\n" for e in self.state.evals)
+        tmp = self.run_dir / (EVALS_LOG + ".tmp")
+        tmp.write_text(lines)
+        tmp.replace(self.run_dir / EVALS_LOG)
 
     def _keep_if_best(self, result: EvalResult) -> None:
         """Export ``best_policy.pt`` when a scheduled evaluation is the best so far (highest success rate,
@@ -526,6 +536,9 @@ class Trainer:
 
 BEST_POLICY = "best_policy.pt"
 """The policy of the best scheduled evaluation, beside ``policy.pt`` (the last one)."""
+
+EVALS_LOG = "evals.jsonl"
+"""The scheduled evaluations so far, one JSON object per line (``step``, ``success_rate``, ``return``, ...)."""
 
 
 def check_prior_data(path: Path, obs_spec: dict[str, Any], action_dim: int, action_mode: str = "") -> None:
