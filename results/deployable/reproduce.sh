@@ -69,6 +69,15 @@ train lift-d100-s0 "${DEP[@]}" --sim.task lift --seed 0 --demo-episodes 100 &
 train push-rec-s2 "${DEP[@]}" --sim.task push --seed 2 &   # the recipe since 47d8f98 (100 demonstrations)
 wait
 train lift-d100-s1 "${DEP[@]}" --sim.task lift --seed 1 --demo-episodes 100
+# Lift's seeds 2-4 with 100 demonstrations, and place from 64 px policy images in 8 px patches (session of
+# 2026-12-04 03:19).
+train lift-d100-s2 "${DEP[@]}" --sim.task lift --seed 2 --demo-episodes 100 &
+train lift-d100-s3 "${DEP[@]}" --sim.task lift --seed 3 --demo-episodes 100 &
+wait
+train lift-d100-s4 "${DEP[@]}" --sim.task lift --seed 4 --demo-episodes 100 &
+train place-d100-p8-s0 "${DEP[@]}" --sim.task place --seed 0 --demo-episodes 100 --agent.pixel.image-size 0 \
+  --agent.pixel.patch-size 8 &
+wait
 # Reach after its targets gained their clearance from the home tool point (3fdf494: no episode starts solved).
 for s in 0 1 2; do train reach-dep-clear-s$s "${DEP[@]}" --sim.task reach --seed $s; done
 python_script results/deployable/collect.py "$OUT" --out "$OUT"
