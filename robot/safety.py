@@ -170,28 +170,47 @@ class SafetyLayer:
 
     # -- internals -------------------------------------------------------------------------------------
 
-    def _violation(self, q: np.ndarray) -> float:
+    def _tool_point(self, q: np.ndarray) -> np.ndarray:
         assert self._fk is not None
         xyz = np.asarray(self._fk(self._to_dict(q)), dtype=np.float64).reshape(-1)[:3]
         if xyz.shape != (3,) or not np.all(np.isfinite(xyz)):
             raise ValueError(f"forward kinematics returned {xyz!r}, expected 3 finite numbers")
+        return xyz
+
+    def _violation(self, q: np.ndarray) -> float:
+        xyz = self._tool_point(q)
         outside = np.maximum(self._box_lo - xyz, 0.0) + np.maximum(xyz - self._box_hi, 0.0)
         return float(np.sum(outside))
 
+    def _moves_tool_point(self, last: np.ndarray, command: np.ndarray) -> np.ndarray:
+        """Per joint: does its own move from ``last`` to ``command`` move the tool point?"""
+        here = self._tool_point(last)
+        moves = np.zeros(len(self.keys), dtype=bool)
+        for i in np.flatnonzero(command != last):
+            probe = last.copy()
+            probe[i] = command[i]
+            moves[i] = not np.array_equal(self._tool_point(probe), here)
+        return moves
+
     def _keep_in_workspace(self, last: np.ndarray, command: np.ndarray) -> tuple[np.ndarray, bool]:
         # Allowed: no further outside the box than the previous command. t = 0 (stay) always qualifies,
-        # so bisect for the largest fraction of the move that does.
+        # so bisect for the largest fraction of the move that does. Joints that do not move the tool
+        # point (the gripper, wrist roll) keep their whole move: the box bounds where the tool goes, and
+        # shortening them too kept the gripper from closing on a cube while the arm pressed down on it.
         allowed = self._violation(last) + 1e-9
         if self._violation(command) <= allowed:
             return command, False
+        moves = self._moves_tool_point(last, command)
+        base = np.where(moves, last, command)
+        step = np.where(moves, command - last, 0.0)
         good, bad = 0.0, 1.0
         for _ in range(self.cfg.workspace_bisect_steps):
             mid = 0.5 * (good + bad)
-            if self._violation(last + mid * (command - last)) <= allowed:
+            if self._violation(base + mid * step) <= allowed:
                 good = mid
             else:
                 bad = mid
-        return last + good * (command - last), True
+        return base + good * step, True
 
     def _hold(self, last: np.ndarray, reason: str, proposed: object) -> SafeCommand:
         result = SafeCommand(self._to_dict(last), (reason,), held=True)

@@ -236,6 +236,23 @@ def test_a_move_through_the_floor_stops_on_it_partway_towards_the_proposal():
     assert planar_fk(out.command)[2] == pytest.approx(BOX_LO[2], abs=1e-3)  # on the floor
 
 
+def test_the_workspace_shortens_the_arm_but_lets_the_gripper_and_wrist_roll_move_in_full():
+    layer = _layer()
+    last = dict(HOME)
+    for _ in range(40):
+        proposal = last | {"shoulder_lift.pos": 100.0, "gripper.pos": last["gripper.pos"] + 1.0,
+                           "wrist_roll.pos": last["wrist_roll.pos"] + 2.0}  # fmt: skip
+        out = layer.filter(proposal)
+        if "workspace" in out.clipped:
+            break
+        last = out.command
+    assert "workspace" in out.clipped
+    assert out.command["shoulder_lift.pos"] < proposal["shoulder_lift.pos"]  # the arm stops on the floor
+    assert planar_fk(out.command)[2] == pytest.approx(BOX_LO[2], abs=1e-3)
+    assert out.command["gripper.pos"] == pytest.approx(proposal["gripper.pos"])  # closing goes on
+    assert out.command["wrist_roll.pos"] == pytest.approx(proposal["wrist_roll.pos"])
+
+
 def test_the_lead_over_the_measured_joints_is_bounded_both_ways_and_silent_within_it():
     layer = SafetyLayer(SafetyConfig(max_lead_steps=2.0), KEYS)
     layer.reset(HOME)
