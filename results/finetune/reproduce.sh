@@ -3,8 +3,8 @@
 # usage: results/finetune/reproduce.sh OUT   (from the repository root; REPRODUCE_DRY_RUN=1 prints the commands)
 # Trains the lift policy it fine-tunes (the deployable recipe, running on after success, UTD 2, 10 critics:
 # results/deployable's lift-nt-utd2e10-s0), then measures it on twin unit b before and while fine-tuning.
-# Every step is resumable: a rerun collects what is finished and continues the rest. results/bench/finetune.json
-# is this study's finetune.json.
+# Every step is resumable: a rerun collects what is finished and continues the rest. lift_1min_unit_b.json is
+# the first measurement's finetune.json; results/bench/finetune.json is the second's (10 robot minutes, below).
 set -euo pipefail
 OUT=${1:?usage: results/finetune/reproduce.sh OUT}
 source results/lib.sh
@@ -14,6 +14,19 @@ python_script benchmarks/finetune_experiment.py --tasks lift --seeds 0 --unit b 
   --train-arg=--sim.no-terminate-on-success --train-arg=--agent.utd-ratio=2 --train-arg=--agent.num-critics=10 \
   --conditions interventions scratch keys_only --robot-minutes 1 --eval-every 0.5 --eval-episodes 5 --jobs 3 \
   --runs-dir "$OUT/runs" --json "$OUT/finetune.json"
+# The second measurement (2026-12-04): the recipe's lift policy with 100 demonstrations, the unit where it
+# drops most, 10 robot minutes, evaluations of 20 episodes every 5; then the safety layer's cost on the nominal
+# twin (100 held-out episodes with the default floor and with no floor above the table).
+train_run "$OUT" lift-d100-s0 --recipe deployable --sim.task lift --seed 0 --demo-episodes 100 --video-episodes 0 \
+  --no-progress --torch-threads 1
+python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/lift-d100-s0" --unit auto \
+  --unit-episodes 10 --seeds 0 --conditions interventions keys_only scratch --robot-minutes 10 --eval-every 5 \
+  --eval-episodes 20 --jobs 1 --runs-dir "$OUT/fx" --json "$OUT/finetune-10min.json"
+for floor in 0.005 -0.1; do
+  vlmrl deploy --policy "$OUT/lift-d100-s0/policy.pt" --episodes 100 --seed 2000000 --video-camera None \
+    --torch-threads 1 --env.control-hz 1000 --twin-control-hz 20 --env.safety.workspace-min-m -0.45 -0.45 "$floor" \
+    --out-dir "$OUT/safety-floor$floor"
+done
 # The full design (5 seeds, lift and reach, 60 robot minutes, evaluations of 20 episodes every 10):
 #   python benchmarks/finetune_experiment.py --tasks lift reach --seeds 0 1 2 3 4 --robot-minutes 60 \
 #       --eval-every 10 --eval-episodes 20 --runs-dir OUT/runs-full --json OUT/finetune-full.json
