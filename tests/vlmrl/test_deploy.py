@@ -102,10 +102,10 @@ def test_deploy_takes_task_image_size_cameras_and_rate_from_the_policy_file(tmp_
         and written["env"]["image_size"] == 48
         and written["env"]["control_hz"] == 20.0
     )
-    assert (
-        "on so101 'reach': observes robot (front, 48 px), absolute actions at 20 Hz"
-        in capsys.readouterr().out
-    )
+    out = capsys.readouterr().out
+    assert "on so101 'reach': observes robot (front, 48 px), absolute actions at 20 Hz" in out
+    ticks = json.loads((tmp_path / "deploy" / "metrics.json").read_text())["loop"]["ticks"]
+    assert f"of {ticks} control periods overran 20 Hz" in out  # overruns read as what they are
 
 
 @pytest.mark.parametrize(

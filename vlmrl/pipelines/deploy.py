@@ -119,8 +119,10 @@ def main(cfg: Config) -> int:
             )
         metrics = {"episodes": results, "loop": env.metrics(), "unit": cfg.robot.unit}
     (cfg.out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str) + "\n")
+    loop = metrics["loop"]
     print(
         f"deploy: {len(results)} episode(s), success {sum(r['success'] for r in results)}/{len(results)}, "
-        f"overruns {metrics['loop']['overruns']}, safety clips {metrics['loop']['safety_clips']} -> {cfg.out_dir}"
+        f"{loop['overruns']} of {loop['ticks']} control periods overran {cfg.env.control_hz:g} Hz, "
+        f"safety clips {loop['safety_clips']} -> {cfg.out_dir}"
     )
     return 0
