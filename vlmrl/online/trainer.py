@@ -27,6 +27,7 @@ from agents.sac import SAC
 from buffer.io.recorded import load_prior_episodes
 from buffer.metadata import read_store_metadata
 from buffer.samplers.prior_mix import PriorMixSampler
+from buffer.storage.chunk_file import atomic_write
 from buffer.storage.integrity import describe_skipped
 from robot.contract import JOINT_KEYS, PIXELS_PREFIX, STATE_KEY, env_spec
 from sim import make_env
@@ -450,9 +451,7 @@ class Trainer:
         follow a run's success while it trains; rewritten whole, so a resumed run's file matches its
         history (evaluations past the checkpoint are repeated, not kept twice)."""
         lines = "".join(json.dumps(e) + "\n" for e in self.state.evals)
-        tmp = self.run_dir / (EVALS_LOG + ".tmp")
-        tmp.write_text(lines)
-        tmp.replace(self.run_dir / EVALS_LOG)
+        atomic_write(self.run_dir / EVALS_LOG, lines.encode())
 
     def _keep_if_best(self, result: EvalResult) -> None:
         """Export ``best_policy.pt`` when a scheduled evaluation is the best so far (highest success rate,
