@@ -70,7 +70,8 @@ DEPLOYABLE = Recipe(
         "lift": {"total_steps": 30_000},
         # Push from 25 demonstrations ended at 30% and 25% (23% and 21% on 100 fresh seeds); from 100, at 45,
         # 60 and 70% (seeds 0-2; 60% and 44% on fresh seeds), and the state learner rose from 40% to 60-70% the
-        # same way (results/deployable, section 6). Place and lift keep 25: place from pixels did not gain.
+        # same way (results/deployable, section 6). Place and lift keep 25: neither gained from 100 (place from
+        # pixels ended at 10%; lift's seeds 0-4 at 69% against 67%, p = 0.78; section 7).
         "push": {"total_steps": 30_000, "demo_episodes": 100},
         "place": {"total_steps": 30_000},
     },
