@@ -60,8 +60,13 @@ seeds; ``ours_wall_s`` and ``lerobot_wall_s``, the median seconds a run took fro
 LeRobot's final success on the same seed, null when one of ours never got there or no seed has both runs;
 ``curves`` per learner and seed: step, seconds since launch, success, return; only runs that exited
 cleanly count), ``lerobot_changes``, ``lerobot_settings``, ``cpu_model``, ``git_commit`` and ``details``.
+``--merge A.json B.json --json OUT`` runs nothing: it pools runs of other seeds (made one session at a time,
+say) into one JSON, the figures recomputed over all of them, each input's commit, CPU, seeds and load under
+``sources`` (``git_commit`` and ``cpu_model`` become lists when the inputs differ).
 
     PYTHONPATH=$PWD MUJOCO_GL=egl nice -n 10 .venv/bin/python benchmarks/lerobot_sac.py --quick --json out.json
+    .venv/bin/python benchmarks/lerobot_sac.py --tasks reach --seeds 1 2 --json s12.json   # later, then:
+    .venv/bin/python benchmarks/lerobot_sac.py --merge s0.json s12.json --json results/bench/lerobot_sac.json
 """
 
 from __future__ import annotations
@@ -512,6 +517,64 @@ def collect_curves(runs: list[dict[str, Any]]) -> None:
         run["updates"], run["update_s"] = data.get("updates"), data.get("update_s")
 
 
+def merge(paths: list[Path]) -> dict[str, Any]:
+    """One JSON from several runs of this benchmark on other seeds (``--merge``): each task's figures are
+    recomputed over every run of the inputs, whose commit, CPU, seeds and load are kept under ``sources``.
+
+    Raises:
+        ValueError: an input that is not this benchmark's JSON, or one (task, learner, seed) in two inputs.
+    """
+    runs: dict[tuple[str, str, int], dict[str, Any]] = {}
+    sources, first = [], None
+    for path in paths:
+        try:
+            data = json.loads(Path(path).read_text())
+            tasks = data["tasks"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"--merge {path}: not a lerobot_sac.py JSON ({exc})") from exc
+        first = first or data
+        for task, figures in tasks.items():
+            for r in figures.get("runs", []):
+                key = (task, r["learner"], int(r["seed"]))
+                if key in runs:
+                    raise ValueError(
+                        f"--merge {path}: {task} {r['learner']} seed {r['seed']} is in two inputs"
+                    )
+                curve = figures.get("curves", {}).get(r["learner"], {}).get(str(r["seed"]), [])
+                runs[key] = {**r, "task": task, "curve": curve}
+        details = data.get("details", {})
+        sources.append({
+            "file": Path(path).name, "git_commit": data.get("git_commit"), "cpu_model": data.get("cpu_model"),
+            "seeds": details.get("seeds"), "jobs": details.get("jobs"),
+            "load_average_at_start": details.get("load_average_at_start"),
+        })  # fmt: skip
+    assert first is not None
+    tasks = sorted({task for task, _, _ in runs}, key=lambda t: TASKS.index(t) if t in TASKS else len(TASKS))
+    result: dict[str, Any] = {
+        "tasks": {t: summarize([r for (task, _, _), r in sorted(runs.items()) if task == t]) for t in tasks}
+    }
+    commits = {s["git_commit"] for s in sources}
+    cpus = {s["cpu_model"] for s in sources}
+    return result | {
+        "lerobot_changes": first.get("lerobot_changes"),
+        "lerobot_settings": first.get("lerobot_settings"),
+        "cpu_model": cpus.pop() if len(cpus) == 1 else sorted(map(str, cpus)),
+        "git_commit": commits.pop() if len(commits) == 1 else sorted(map(str, commits)),
+        "details": first.get("details", {}) | {"seeds": sorted({seed for _, _, seed in runs})},
+        "sources": sources,
+    }
+
+
+def print_figures(result: dict[str, Any]) -> None:
+    for task, figures in result["tasks"].items():
+        print(
+            f"{task}: success ours {figures['ours_success']}, lerobot {figures['lerobot_success']}; wall s ours "
+            f"{figures['ours_wall_s']}, lerobot {figures['lerobot_wall_s']}; ours to LeRobot's final success "
+            f"{figures['ours_wall_s_to_final_lerobot']} s",
+            flush=True,
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -529,10 +592,24 @@ def main() -> int:
     parser.add_argument("--eval-episodes", type=int, default=None, help="default 20 (quick: 10)")
     parser.add_argument("--jobs", type=int, default=2, help="processes at a time (one learner and seed each)")
     parser.add_argument("--work-dir", type=Path, default=None, help="where runs go (default: a temp dir)")
+    parser.add_argument(
+        "--merge", type=Path, nargs="+", default=None, metavar="JSON",
+        help="run nothing: combine earlier outputs on other seeds into one (--json), figures recomputed",
+    )  # fmt: skip
     parser.add_argument("--lerobot-worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.lerobot_worker is not None:
         lerobot_worker(json.loads(args.lerobot_worker))
+        return 0
+    if args.merge:
+        try:
+            merged = merge(args.merge)
+        except ValueError as exc:
+            parser.error(str(exc))
+        print_figures(merged)
+        if args.json is not None:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(merged, indent=2))
         return 0
     from foreign_envs import cpu_model
     from pixel_learning import git_commit, run_all
@@ -560,13 +637,7 @@ def main() -> int:
     run_all(runs, args.jobs, {"ours": ours_command, "lerobot": lerobot_command})
     collect_curves(runs)
     result: dict[str, Any] = {"tasks": {t: summarize([r for r in runs if r["task"] == t]) for t in tasks}}
-    for task, figures in result["tasks"].items():
-        print(
-            f"{task}: success ours {figures['ours_success']}, lerobot {figures['lerobot_success']}; wall s ours "
-            f"{figures['ours_wall_s']}, lerobot {figures['lerobot_wall_s']}; ours to LeRobot's final success "
-            f"{figures['ours_wall_s_to_final_lerobot']} s",
-            flush=True,
-        )
+    print_figures(result)
     result |= {
         "lerobot_changes": LEROBOT_CHANGES,
         "lerobot_settings": LEROBOT_SETTINGS,

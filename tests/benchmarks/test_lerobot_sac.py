@@ -216,3 +216,34 @@ def test_summary_pairs_seeds_for_the_time_to_lerobots_final_success_and_drops_fa
     assert set(figures["curves"]["lerobot"]) == {"0", "1"}
     runs[1]["curve"][0]["success"] = 0.25  # ours seed 1 never reaches LeRobot's 0.3
     assert bench.summarize(runs)["ours_wall_s_to_final_lerobot"] is None
+
+
+def test_merge_pools_seeds_from_two_outputs_recomputes_the_figures_and_refuses_a_seed_twice(tmp_path: Path):
+    def run(learner, seed, points, end_s):
+        curve = [{"step": s, "wall_s": w, "success": x, "return": 0.0} for s, w, x in points]
+        return {"learner": learner, "seed": seed, "curve": curve, "returncode": 0, "end_s": end_s}
+
+    first = [run("ours", 0, [(1000, 50.0, 1.0)], 60.0), run("lerobot", 0, [(1000, 500.0, 0.5)], 510.0)]
+    second = [
+        run("ours", 1, [(1000, 40.0, 0.2), (2000, 80.0, 0.6)], 90.0),
+        run("lerobot", 1, [(1000, 300.0, 0.3)], 310.0),
+    ]
+    paths = []
+    for name, runs, commit in (("s0.json", first, "aaa"), ("s1.json", second, "bbb")):
+        path = tmp_path / name
+        details = {"seeds": sorted({r["seed"] for r in runs}), "jobs": 1, "load_average_at_start": 0.5}
+        path.write_text(json.dumps({"tasks": {"reach": bench.summarize(runs)}, "lerobot_changes": ["x"],
+                                    "cpu_model": "cpu", "git_commit": commit, "details": details}))  # fmt: skip
+        paths.append(path)
+    merged = bench.merge(paths)
+    reach = merged["tasks"]["reach"]
+    assert reach == bench.summarize(first + second) | {"runs": reach["runs"]}
+    assert (reach["ours_success"], reach["lerobot_success"]) == (pytest.approx(0.8), pytest.approx(0.4))
+    assert reach["ours_wall_s_to_final_lerobot"] == 65.0  # seed 0: 50 s to 0.5; seed 1: 80 s to 0.3
+    assert merged["git_commit"] == ["aaa", "bbb"] and merged["cpu_model"] == "cpu"
+    assert [s["seeds"] for s in merged["sources"]] == [[0], [1]] and merged["details"]["seeds"] == [0, 1]
+    with pytest.raises(ValueError, match="seed 0 is in two inputs"):
+        bench.merge([paths[0], paths[0]])
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(ValueError, match=r"bad\.json: not a lerobot_sac\.py JSON"):
+        bench.merge([tmp_path / "bad.json"])
