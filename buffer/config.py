@@ -138,6 +138,11 @@ class BufferConfig:
     arm) this values success as holding it for ever, so ending an episode by succeeding is worth as much as
     an episode that runs on in success (a sparse 1 once is otherwise worth less than the entropy bonus SAC
     collects by staying alive: measured on twin reach, docs/deployable.md, "Success-terminal episodes"). Needs gamma < 1."""
+    clone_info_key: str = ""
+    """An info key (0/1 in the info a step returned) whose steps the learner's behaviour-cloning term clones
+    too, beside an RLPD mix's prior rows (``Batch.prior``): ``intervention`` makes the actor clone the
+    operator's takeovers, as HIL-SERL's does (`vlmrl finetune`). Acts only with an agent whose ``bc_weight``
+    is > 0. Empty: prior rows only."""
     frame_stack: int = 1
     """Frames stacked along the channel axis for pixel keys (earlier frames clamp at episode start)."""
     clip_length: int = 8

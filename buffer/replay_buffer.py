@@ -72,6 +72,10 @@ class ReplayBuffer:
             raise BufferError(
                 f"clip_camera {self.clip_camera!r} is not a stored camera (have {self.frame_keys})"
             )
+        if cfg.clone_info_key and cfg.clone_info_key not in self.info_keys:
+            raise BufferError(
+                f"buffer config: clone_info_key {cfg.clone_info_key!r} is not a stored info key (have {self.info_keys})"
+            )
         self._recorder = EpisodeRecorder(specs, self.obs_keys, self.info_keys)
         self._lock = threading.RLock()
         self._rng = np.random.default_rng(cfg.seed)
@@ -309,6 +313,14 @@ class ReplayBuffer:
             action = self.storage.read("action", rows)
             obs = {key: self._read_obs(key, rows, step) for key in draw.keys}
             next_obs = {key: self._read_obs(key, next_rows, step + k) for key in draw.keys}
+            # steps flagged by the clone key (the operator's takeovers) are cloned as the prior rows are; a
+            # step's info is stored with its next observation, one row on
+            cloned = None
+            if cfg.clone_info_key:
+                cloned = self.storage.read(f"info/{cfg.clone_info_key}", rows + 1) > 0
+        prior = self.sampler.is_prior(pos) if isinstance(self.sampler, PriorMixSampler) else None
+        if cloned is not None:
+            prior = cloned if prior is None else (np.asarray(prior, bool) | cloned)
         return Batch(
             obs=obs,
             action=action,
@@ -318,7 +330,7 @@ class ReplayBuffer:
             discount=discount,
             weights=weights,
             indices=rows,
-            prior=self.sampler.is_prior(pos) if isinstance(self.sampler, PriorMixSampler) else None,
+            prior=prior,
         )
 
     def _read_obs(self, key: str, rows: np.ndarray, step: np.ndarray) -> np.ndarray:

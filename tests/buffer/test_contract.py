@@ -251,3 +251,22 @@ def test_absorbing_terminal_needs_a_discount_below_one(make):
         make("memory", gamma=1.0, absorbing_terminal=True)
     with pytest.raises(BufferError, match=r"gamma must be in \(0, 1\]"):
         make("memory", gamma=1.5)
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_clone_info_key_marks_its_rows_for_behaviour_cloning_and_must_be_stored(make, storage):
+    buf = make(
+        storage, clone_info_key="success"
+    )  # the filler's success: the last step of a terminated episode
+    fill_episode(buf, 0, 5)
+    fill_episode(buf, 1, 5, terminate=False)
+    batch = buf.sample(256)
+    assert batch.prior is not None
+    ep, t = batch.obs["state"][:, 0].astype(int), batch.obs["state"][:, 1].astype(int)
+    np.testing.assert_array_equal(batch.prior, (ep == 0) & (t == 4))
+    assert batch.prior.any() and not batch.prior.all()
+    plain = make("memory", name="plain.zarr")
+    fill_episode(plain, 0, 5)
+    assert plain.sample(8).prior is None  # off by default: a uniform buffer has no prior rows
+    with pytest.raises(BufferError, match="clone_info_key 'intervention' is not a stored info key"):
+        make("memory", name="other.zarr", clone_info_key="intervention")
