@@ -162,6 +162,10 @@ class SAC:
         self.critic_only_until = 0
         """Updates before this count train the critics (and encoder) only; the actor and temperature wait
         (``vlmrl finetune --critic-warmup-updates``: critics handed over from the sim adapt first)."""
+        self.encoder_frozen = False
+        """True: updates leave the pixel encoder's weights and the observation normaliser's statistics as
+        they are (``vlmrl finetune --freeze-encoder``). The actor reads the encoder's features, which only
+        the critic loss trains: a critic re-fitting to a new reward moves them under a policy that worked."""
 
     def _estimate_dim(self, has_head: bool, estimate_dim: int | None) -> int:
         """Size of the state estimate an ``actor_reads_estimate`` actor reads; AgentError where none exists."""
@@ -240,7 +244,8 @@ class SAC:
         prior = None  # behaviour cloning reads the batch's prior rows (an RLPD mix) when it is on
         if self.cfg.bc_weight > 0.0 and batch.prior is not None:
             prior = torch.as_tensor(np.asarray(batch.prior, np.float32), device=self.device)
-        self.encoder.update_statistics(obs)
+        if not self.encoder_frozen:
+            self.encoder.update_statistics(obs)
         if self.has_pixels:  # frames -> policy images once, then DrQ shifts at the policy resolution
             pad = self.cfg.pixel.shift_pad_px
             for key in self.encoder.pixel_keys:
@@ -323,7 +328,7 @@ class SAC:
             target = reward + discount * next_q
 
         # Critic loss, importance-weighted (PER); the encoder learns from this loss only.
-        if self.encoder_trains:
+        if self.encoder_trains and not self.encoder_frozen:
             features = encoder(obs)
         else:
             with torch.no_grad():
@@ -400,6 +405,7 @@ class SAC:
             "generator": self.generator.get_state(),
             "num_updates": self.num_updates,
             "critic_only_until": self.critic_only_until,
+            "encoder_frozen": self.encoder_frozen,
         }
         if self.privileged_head is not None:
             state["privileged_head"] = self.privileged_head.state_dict()
@@ -434,3 +440,4 @@ class SAC:
         self.generator.set_state(state["generator"])
         self.num_updates = int(state["num_updates"])
         self.critic_only_until = int(state.get("critic_only_until", 0))  # absent before the warm-up existed
+        self.encoder_frozen = bool(state.get("encoder_frozen", False))

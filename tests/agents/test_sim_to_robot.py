@@ -99,6 +99,28 @@ def test_critic_warmup_updates_leave_the_actor_and_temperature_alone() -> None:
     assert not all(torch.equal(v, robot.actor.state_dict()[k]) for k, v in actor.items())
 
 
+def test_a_frozen_encoder_keeps_the_features_the_actor_reads_while_the_critics_and_actor_learn() -> None:
+    """``vlmrl finetune --freeze-encoder``: the pixel encoder's weights and the normaliser's statistics stay the
+    sim run's, so the actor's input does not move under it; a state_dict keeps the flag."""
+    robot = SAC(AUX, ROBOT_SPEC, BOX)
+    load_sim_into_robot_sac(robot, trained_sim_agent(AUX).state_dict())
+    robot.encoder_frozen = True
+    encoder = {k: v.clone() for k, v in robot.encoder.state_dict().items()}
+    actor = {k: v.clone() for k, v in robot.actor.state_dict().items()}
+    critic = robot.critic.weights[0].detach().clone()
+    for seed in range(2):
+        robot.update(random_batch(ROBOT_SPEC, seed=seed))
+    assert all(torch.equal(v, robot.encoder.state_dict()[k]) for k, v in encoder.items())
+    assert not all(torch.equal(v, robot.actor.state_dict()[k]) for k, v in actor.items())
+    assert not torch.equal(critic, robot.critic.weights[0].detach())
+    again = SAC(AUX, ROBOT_SPEC, BOX)
+    again.load_state_dict(robot.state_dict())
+    assert again.encoder_frozen
+    robot.encoder_frozen = False  # unfrozen, the critic loss trains the encoder again
+    robot.update(random_batch(ROBOT_SPEC, seed=3))
+    assert not all(torch.equal(v, robot.encoder.state_dict()[k]) for k, v in encoder.items())
+
+
 @pytest.mark.parametrize("ema", [0.0, 0.1], ids=["actor", "averaged-actor"])
 def test_an_actor_reading_the_state_estimate_sees_only_it_and_hands_over_to_a_robot(
     ema: float, tmp_path

@@ -328,6 +328,31 @@ def test_a_run_with_an_asymmetric_critic_is_fine_tuned_on_robot_keys_only(tmp_pa
         finetune.main(dataclasses.replace(ft, out_dir=tmp_path / "ft2", critic_warmup_updates=-1))
 
 
+def test_freeze_encoder_fine_tunes_the_actor_on_the_sim_runs_features(tmp_path):
+    """--freeze-encoder: the pixel encoder and observation statistics leave finetune as the sim run's agent had
+    them, while the actor learns; a resume without the flag trains the encoder again."""
+    agent_cfg = SACConfig(hidden_dims=(16, 16), privileged_aux_weight=1.0)
+    train_tiny_reach(tmp_path, agent_cfg, 12, asymmetric_critic=True)
+    ft = config(tmp_path, tmp_path / "sim", task="reach", episodes=2, batch_size=4, freeze_encoder=True)
+    assert finetune.main(ft) == 0
+    trained, tuned = (
+        torch.load(run / "checkpoint" / "state.pt", weights_only=False)["agent"]
+        for run in (tmp_path / "sim", tmp_path / "ft")
+    )
+    assert tuned["num_updates"] > trained["num_updates"] and tuned["encoder_frozen"]
+    kept = [k for k in tuned["encoder"] if not k.startswith("privileged_normalizer")]
+    assert any(k.startswith("pixel_encoders") for k in kept) and "normalizer.mean" in kept
+    for key in kept:
+        torch.testing.assert_close(tuned["encoder"][key], trained["encoder"][key], rtol=0, atol=0, msg=key)
+    assert not all(
+        torch.equal(v, trained["actor"][k]) for k, v in tuned["actor"].items() if k in trained["actor"]
+    )
+    assert finetune.main(dataclasses.replace(ft, resume=True, episodes=1, freeze_encoder=False)) == 0
+    resumed = torch.load(tmp_path / "ft" / "checkpoint" / "state.pt", weights_only=False)["agent"]
+    assert not resumed["encoder_frozen"]
+    assert not torch.equal(resumed["encoder"]["normalizer.mean"], trained["encoder"]["normalizer.mean"])
+
+
 def test_a_joint_delta_run_is_fine_tuned_storing_the_deltas_the_arm_was_sent(tmp_path, monkeypatch):
     """Issue #13: the policy's joint deltas go to the arm as targets (``LeRobotEnv.delta_targets``, as deploy
     runs them); the buffer holds what was sent, back in the agent's units."""

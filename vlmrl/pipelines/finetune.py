@@ -125,6 +125,10 @@ class Config(RobotEnvConfig):
     """The first N updates train the critics only; the actor and temperature start after them. Advisable
     for a run trained with ``--asymmetric-critic``, whose critics lose their privileged inputs
     (``agents.sim_to_robot``)."""
+    freeze_encoder: bool = False
+    """Keep the sim run's pixel encoder and observation statistics: updates change the actor, critics and
+    temperature only. The actor reads features that only the critic loss trains, so a critic re-fitting to
+    the robot's reward otherwise moves them under a policy that worked (``SAC.encoder_frozen``)."""
     worker: WorkerConfig = field(default_factory=WorkerConfig)
     """Async VLM scoring worker."""
     operator: Literal["person", "scripted"] = "person"
@@ -230,6 +234,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         train.agent, obs_spec, action_space, estimate_dim=estimate_dim_of(state["agent"]), checkpoint=resumed,
         start=lambda agent: start_from_sim_run(agent, cfg, train, state),
     )  # fmt: skip
+    agent.encoder_frozen = cfg.freeze_encoder  # the flag of this invocation, a resumed run's too
     # config.json is written once the robot, the policy fit and the store are checked; a run failing on
     # them leaves the previous run's files as they were (and removes an empty safety.jsonl/store it made).
     new = NewPaths(cfg.out_dir, ["safety.jsonl", "buffer.zarr", *(f"arm-{i}" for i in range(cfg.actors))])
