@@ -409,6 +409,44 @@ def test_a_joint_delta_run_is_fine_tuned_storing_the_deltas_the_arm_was_sent(tmp
     assert stored[:, 1] == pytest.approx(np.full(6, 2.0 / 8.0), abs=1e-5)
 
 
+def test_store_action_policy_keeps_the_policys_own_deltas_and_a_takeovers_sent_ones(tmp_path, monkeypatch):
+    """--store-action policy: a step the policy drove stores the policy's action, not what the safety layer
+    let through (the safety layer becomes part of the robot, as the twin's clipping is in `vlmrl train`); a
+    takeover still stores what was sent."""
+    from agents.sac import SAC
+
+    train_tiny_reach(tmp_path, SACConfig(hidden_dims=(16, 16)), 8, action_mode="delta")
+    proposed = []
+    real_act = SAC.act
+
+    def recording_act(agent, obs, deterministic=False):
+        out = real_act(agent, obs, deterministic=deterministic)
+        proposed.append(np.asarray(out, np.float32).reshape(-1))
+        return out
+
+    monkeypatch.setattr(SAC, "act", recording_act)
+    ft = config(tmp_path, tmp_path / "sim", task="reach", episodes=1, batch_size=4, wait_for_scores_s=0.0)
+    assert finetune.main(dataclasses.replace(ft, store_action="policy")) == 0
+    buf = stored_buffer(tmp_path / "ft")
+    stored = buf.storage.read("action", np.arange(buf.num_transitions))
+    buf.close()
+    assert len(stored) == 6 and len(proposed) >= 6
+    assert stored == pytest.approx(np.clip(np.array(proposed[:6]), -1.0, 1.0), abs=1e-6)
+    proposed.clear()  # the same run storing what was sent: the same proposals, the safety layer's clips show
+    assert finetune.main(dataclasses.replace(ft, out_dir=tmp_path / "ft-sent")) == 0
+    buf = stored_buffer(tmp_path / "ft-sent")
+    sent = buf.storage.read("action", np.arange(buf.num_transitions))
+    buf.close()
+    assert np.array(proposed[:6]) == pytest.approx(stored, abs=1e-6)
+    assert np.abs(sent - stored).max() > 0.05
+    operator_takes_over_holding_w(monkeypatch)  # takeovers: what was sent, whatever store_action says
+    assert finetune.main(dataclasses.replace(ft, store_action="policy", out_dir=tmp_path / "ft2")) == 0
+    buf = stored_buffer(tmp_path / "ft2")
+    stored = buf.storage.read("action", np.arange(buf.num_transitions))
+    buf.close()
+    assert stored[:, 1] == pytest.approx(np.full(6, 2.0 / 8.0), abs=1e-5)
+
+
 def scripted(tmp_path, run, **overrides):
     """finetune on twin reach with the scripted operator: the (untrained) policy stalls for 3 steps under its
     0.5 m bar, the expert takes over and reaches the target, the operator presses success."""

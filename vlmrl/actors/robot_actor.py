@@ -108,6 +108,7 @@ class RobotActor:
             None: the env's.
         delta_scale: a joint-delta policy's scale per joint (``vlmrl.loop.sources.RobotEpisodes``): its actions
             go to the arm as targets and are stored back as the deltas applied; None: joint targets.
+        store_action: ``RobotEpisodes``' (``vlmrl finetune --store-action``).
     """
 
     CLOSE_GROUP = "control"
@@ -122,6 +123,7 @@ class RobotActor:
         seed_base: int,
         action_space: Any = None,
         delta_scale: list[float] | None = None,
+        store_action: str = "sent",
     ) -> None:
         import torch
 
@@ -138,6 +140,7 @@ class RobotActor:
         self.policy_keys = list(policy.policy_keys)
         self.seed_base = seed_base
         self.delta_scale = delta_scale
+        self.store_action = store_action
         self.version = -1
         self._episode = threading.Lock()  # held while an episode runs; close waits for it
         self._closing = False
@@ -175,8 +178,9 @@ class RobotActor:
         self.agent.generator.manual_seed(self.seed_base * 7919 + episode)
         record = _EpisodeArrays()
         episodes = RobotEpisodes(
-            self.kit.env, record, self.kit.keys, self.kit.teleop, self.seed_base, delta_scale=self.delta_scale
-        )
+            self.kit.env, record, self.kit.keys, self.kit.teleop, self.seed_base, delta_scale=self.delta_scale,
+            store_action=self.store_action,
+        )  # fmt: skip
         keys = self.policy_keys
 
         def act(obs: Mapping[str, np.ndarray]) -> np.ndarray:

@@ -108,7 +108,13 @@ def one_arm(
             yield (
                 describe_env(env),
                 lambda buffer: RobotEpisodes(
-                    env, buffer, keys, teleop, seed_base=cfg.seed, delta_scale=delta_scale
+                    env,
+                    buffer,
+                    keys,
+                    teleop,
+                    seed_base=cfg.seed,
+                    delta_scale=delta_scale,
+                    store_action=cfg.store_action,
                 ),
             )
         finally:
@@ -235,7 +241,7 @@ def several_arms(
     source = ActorEpisodes(
         cfg.actors, f"finetune-{cfg.out_dir.resolve().name}-{uuid.uuid4().hex[:8]}", open_arm, None, policy,
         [], cfg.seed, None, agent, lambda: False, cfg.ray,
-        actor_class=RobotActor, actor_configs=arms, actor_kwargs={"action_space": action_space, "delta_scale": delta_scale},
+        actor_class=RobotActor, actor_configs=arms, actor_kwargs={"action_space": action_space, "delta_scale": delta_scale, "store_action": cfg.store_action},
     )  # fmt: skip
     try:
         with new.removed_on_failure():

@@ -18,6 +18,8 @@ from vlmrl.loop.learner import Act
 
 ROBOT_INFO_KEYS = ("success", "progress", "intervention")
 """Per-step info a robot episode stores (the operator's takeovers included)."""
+STORE_ACTIONS = ("sent", "policy")
+"""What a policy-driven robot step stores as its action (``RobotEpisodes``' ``store_action``)."""
 KEY_EVENTS = ("success", "failure", "rerecord", "intervene")
 """Operator key events a robot episode counts (``robot.teleop.OPERATOR_KEYS``)."""
 
@@ -133,6 +135,10 @@ class RobotEpisodes:
         delta_scale: a joint-delta policy's per-joint scale (``max_delta_deg`` x5, ``max_delta_gripper``): its
             actions go through ``arm_targets`` and the buffer stores ``agent_action`` of what was sent;
             None (a policy on joint targets) stores what was sent.
+        store_action: what a step the policy drove stores: ``sent``, what the arm was sent (after the safety
+            layer), or ``policy``, the policy's own action, the safety layer then part of the robot as the
+            twin's clipping is part of the sim (what `vlmrl train` stores). Takeovers always store what was
+            sent.
     """
 
     def __init__(
@@ -143,9 +149,13 @@ class RobotEpisodes:
         teleop: Any,
         seed_base: int,
         delta_scale: Sequence[float] | None = None,
+        store_action: str = "sent",
     ) -> None:
+        if store_action not in STORE_ACTIONS:
+            raise ValueError(f"store_action {store_action!r}: expected one of {STORE_ACTIONS}")
         self.env, self.buffer, self.keys, self.teleop, self.seed_base = env, buffer, keys, teleop, seed_base
         self.delta_scale = None if delta_scale is None else [float(x) for x in delta_scale]
+        self.store_action = store_action
 
     def collect(self, episode: int, act: Act, after_step: Callable[[], None]) -> dict[str, Any]:
         """One episode (see ``ExperienceSource.collect``); also counts the operator's takeover steps
@@ -178,7 +188,8 @@ class RobotEpisodes:
                 teleop_sync = getattr(self.teleop, "sync", None)
                 if callable(teleop_sync):
                     teleop_sync(env.measured)  # a takeover starts where the arm is
-                action = arm_targets(env, act(obs), self.delta_scale)
+                proposed = np.asarray(act(obs), np.float32)
+                action = arm_targets(env, proposed, self.delta_scale)
             was_intervening = bool(keys.intervening)
             previous = env.last_sent() if self.delta_scale is not None else None
             next_obs, reward, terminated, truncated, info = env.step(action)
@@ -188,7 +199,10 @@ class RobotEpisodes:
                 "progress": info["progress"],
                 "intervention": float(was_intervening),
             }
-            stored = agent_action(info["sent_action"], previous, self.delta_scale)
+            if self.store_action == "policy" and not was_intervening:
+                stored = np.clip(proposed, -1.0, 1.0) if self.delta_scale is not None else action
+            else:
+                stored = agent_action(info["sent_action"], previous, self.delta_scale)
             self.buffer.add_step(obs, stored, reward, terminated, truncated, step_info, next_obs)
             obs, total, steps = next_obs, total + float(reward), steps + 1
             done = terminated or truncated

@@ -125,6 +125,10 @@ class Config(RobotEnvConfig):
     """The first N updates train the critics only; the actor and temperature start after them. Advisable
     for a run trained with ``--asymmetric-critic``, whose critics lose their privileged inputs
     (``agents.sim_to_robot``)."""
+    store_action: Literal["sent", "policy"] = "sent"
+    """What a step the policy drove stores as its action: ``sent``, what the arm was sent after the safety
+    layer, or ``policy``, the policy's own action, the safety layer then part of the robot as the twin's
+    clipping is part of the sim in `vlmrl train`. Takeovers always store what was sent."""
     freeze_encoder: bool = False
     """Keep the sim run's pixel encoder and observation statistics: updates change the actor, critics and
     temperature only. The actor reads features that only the critic loss trains, so a critic re-fitting to
