@@ -143,6 +143,10 @@ class BufferConfig:
     too, beside an RLPD mix's prior rows (``Batch.prior``): ``intervention`` makes the actor clone the
     operator's takeovers, as HIL-SERL's does (`vlmrl finetune`). Acts only with an agent whose ``bc_weight``
     is > 0. Empty: prior rows only."""
+    clone_all: bool = False
+    """Every sampled row is a behaviour-cloning row: the actor's loss adds ``bc_weight * mean|Q| * ||pi - a||^2``
+    on the whole batch, keeping it near the data it learns from (TD3+BC's anchor, at its ratio with the
+    default ``bc_weight`` 0.4). Acts only with an agent whose ``bc_weight`` is > 0."""
     frame_stack: int = 1
     """Frames stacked along the channel axis for pixel keys (earlier frames clamp at episode start)."""
     clip_length: int = 8

@@ -319,6 +319,8 @@ class ReplayBuffer:
             if cfg.clone_info_key:
                 cloned = self.storage.read(f"info/{cfg.clone_info_key}", rows + 1) > 0
         prior = self.sampler.is_prior(pos) if isinstance(self.sampler, PriorMixSampler) else None
+        if cfg.clone_all:
+            cloned = np.ones(len(rows), bool)
         if cloned is not None:
             prior = cloned if prior is None else (np.asarray(prior, bool) | cloned)
         return Batch(

@@ -268,5 +268,8 @@ def test_clone_info_key_marks_its_rows_for_behaviour_cloning_and_must_be_stored(
     plain = make("memory", name="plain.zarr")
     fill_episode(plain, 0, 5)
     assert plain.sample(8).prior is None  # off by default: a uniform buffer has no prior rows
+    everything = make("memory", name="all.zarr", clone_all=True)
+    fill_episode(everything, 0, 5)
+    assert everything.sample(8).prior.all()
     with pytest.raises(BufferError, match="clone_info_key 'intervention' is not a stored info key"):
         make("memory", name="other.zarr", clone_info_key="intervention")
