@@ -27,6 +27,41 @@ for floor in 0.005 -0.1; do
     --torch-threads 1 --env.control-hz 1000 --twin-control-hz 20 --env.safety.workspace-min-m -0.45 -0.45 "$floor" \
     --out-dir "$OUT/safety-floor$floor"
 done
+# Fine-tuning on the nominal twin (2026-12-04, README "Fine-tuning on the nominal twin"): the recipe's lift policy,
+# fine-tuned for 5 then 10 robot minutes under each condition, deployed on 50 held-out start states after each.
+nominal_twin() {  # nominal_twin RUN DIR NAME [finetune options...]: DIR/before once, DIR/NAME/{ft,eval-5,eval-10}
+  local run=$1 dir=$2 name=$3 minutes; shift 3
+  local fast=(--env.control-hz 1000 --twin-control-hz 20)
+  local eval=(--episodes 50 --seed 2000000 --video-camera None --torch-threads 1 "${fast[@]}")
+  dry_run || { mkdir -p "$dir/$name"; printf '%s\n' "$*" > "$dir/$name/options.txt"; }
+  provenance "$dir/$name/provenance.txt"
+  finished "$dir/before/metrics.json" || vlmrl deploy --policy "$run/policy.pt" --out-dir "$dir/before" "${eval[@]}"
+  for minutes in 5 10; do
+    finished "$dir/$name/eval-$minutes/metrics.json" && continue
+    local resume=(); [ -d "$dir/$name/ft/checkpoint" ] && resume=(--resume)
+    logged "$dir/$name/ft-$minutes.log" vlmrl finetune --from "$run" "${resume[@]}" --out-dir "$dir/$name/ft" \
+      --operator scripted --episodes 100000 --robot-minutes "$minutes" --seed 0 --torch-threads 1 "${fast[@]}" "$@"
+    run_or_print cp "$dir/$name/ft/policy.pt" "$dir/$name/policy-$minutes.pt"
+    vlmrl deploy --policy "$dir/$name/policy-$minutes.pt" --out-dir "$dir/$name/eval-$minutes" "${eval[@]}"
+  done
+}
+train_run "$OUT" lift-s0 --recipe deployable --sim.task lift --seed 0 --video-episodes 0 --no-progress --torch-threads 1
+N="$OUT/nominal"
+nominal_twin "$OUT/lift-s0" "$N" F0-defaults
+nominal_twin "$OUT/lift-s0" "$N" F1-absorbing --buffer.absorbing-terminal
+nominal_twin "$OUT/lift-s0" "$N" F2-absorbing-clone --buffer.absorbing-terminal --buffer.clone-info-key intervention
+nominal_twin "$OUT/lift-s0" "$N" F3-critic-only --critic-warmup-updates 1000000
+nominal_twin "$OUT/lift-s0" "$N" F4-critic-only-frozen --critic-warmup-updates 1000000 --freeze-encoder
+nominal_twin "$OUT/lift-s0" "$N" F5-frozen-absorbing-clone --freeze-encoder --buffer.absorbing-terminal \
+  --buffer.clone-info-key intervention
+nominal_twin "$OUT/lift-s0" "$N" F6-frozen-abs-clone-warm6000 --freeze-encoder --buffer.absorbing-terminal \
+  --buffer.clone-info-key intervention --critic-warmup-updates 6000
+nominal_twin "$OUT/lift-s0" "$N" F7-frozen-abs-clone-storepolicy --freeze-encoder --buffer.absorbing-terminal \
+  --buffer.clone-info-key intervention --store-action policy
+nominal_twin "$OUT/lift-s0" "$N" F8-frozen-abs-cloneall --freeze-encoder --buffer.absorbing-terminal --buffer.clone-all
+nominal_twin "$OUT/lift-s0" "$N" F9-frozen-abs-cloneall-start2400 --freeze-encoder --buffer.absorbing-terminal \
+  --buffer.clone-all --learning-starts 2400
+python_script results/finetune/collect_nominal.py "$N" --json "$OUT/nominal_twin.json"
 # The full design (5 seeds, lift and reach, 60 robot minutes, evaluations of 20 episodes every 10):
 #   python benchmarks/finetune_experiment.py --tasks lift reach --seeds 0 1 2 3 4 --robot-minutes 60 \
 #       --eval-every 10 --eval-episodes 20 --runs-dir OUT/runs-full --json OUT/finetune-full.json

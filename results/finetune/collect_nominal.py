@@ -1,0 +1,112 @@
+"""Summarise results/finetune/nominal_twin.sh runs: success of the deployed policy before and after 5 and 10
+robot minutes of fine-tuning on the nominal twin, per condition, and what the fine-tuning episodes show.
+
+    python results/finetune/collect_nominal.py OUT [OUT2 ...] --json results/finetune/nominal_twin.json
+
+Each OUT holds ``before/`` (the sim run's policy deployed) and one folder per condition (``provenance.txt``,
+``options.txt``, ``eval-5/``, ``eval-10/``, ``ft/metrics.jsonl``); a condition is compared with the ``before``
+of its own OUT, made at the same commit. Prints a Markdown table; ``--json`` writes the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from scipy.stats import fisher_exact
+
+
+def deployed(folder: Path) -> dict[str, Any] | None:
+    """Successes over the episodes of one ``vlmrl deploy`` (its metrics.json), None when it did not run."""
+    path = folder / "metrics.json"
+    if not path.is_file():
+        return None
+    episodes = json.loads(path.read_text())["episodes"]
+    return {"successes": sum(int(e["success"]) for e in episodes), "episodes": len(episodes)}
+
+
+def training_episodes(path: Path) -> dict[str, Any]:
+    """The fine-tuning episodes in halves: success (the operator's key, takeovers included), success without a
+    takeover, intervention steps per episode, and the critics' mean estimate (q_mean) at the end of each half."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    half = len(rows) // 2
+    out: dict[str, Any] = {"episodes": len(rows)}
+    for name, part in (("first_half", rows[:half]), ("second_half", rows[half:])):
+        if not part:
+            continue
+        q = [r["q_mean"] for r in part if "q_mean" in r]
+        out[name] = {
+            "success": round(statistics.mean(float(r["success"]) for r in part), 3),
+            "success_without_takeover": round(
+                statistics.mean(float(r["success"] and r["interventions"] == 0) for r in part), 3
+            ),
+            "intervention_steps": round(statistics.mean(r["interventions"] for r in part), 1),
+            "q_mean_last": round(q[-1], 2) if q else None,
+        }
+    return out
+
+
+def provenance(folder: Path) -> dict[str, str]:
+    path = folder / "provenance.txt"
+    lines = path.read_text().splitlines() if path.is_file() else []
+    return dict(line.split(" ", 1) for line in lines if " " in line)
+
+
+def collect(out: Path) -> list[dict[str, Any]]:
+    before = deployed(out / "before")
+    rows = []
+    for folder in sorted(p for p in out.iterdir() if p.is_dir() and (p / "options.txt").is_file()):
+        row: dict[str, Any] = {
+            "condition": folder.name,
+            "options": (folder / "options.txt").read_text().strip(),
+            **{k: v for k, v in provenance(folder).items() if k in ("commit", "cpu")},
+            "before": before,
+            "after_5min": deployed(folder / "eval-5"),
+            "after_10min": deployed(folder / "eval-10"),
+        }
+        if (folder / "ft" / "metrics.jsonl").is_file():
+            row["finetune_episodes"] = training_episodes(folder / "ft" / "metrics.jsonl")
+        last = row["after_10min"]
+        if before and last:  # two-sided Fisher exact test, after 10 robot minutes against before
+            table = [
+                [last["successes"], last["episodes"] - last["successes"]],
+                [before["successes"], before["episodes"] - before["successes"]],
+            ]
+            row["p_10min_vs_before"] = float(f"{float(fisher_exact(table)[1]):.2g}")
+        rows.append(row)
+    return rows
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    def frac(d: dict[str, Any] | None) -> str:
+        return f"{d['successes']}/{d['episodes']}" if d else "-"
+
+    lines = [
+        "| condition | options | before | 5 robot min | 10 robot min | p (10 min vs before) | commit |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['condition']} | `{r['options'] or '(defaults)'}` | {frac(r['before'])} | {frac(r['after_5min'])} | "
+            f"{frac(r['after_10min'])} | {r.get('p_10min_vs_before', '-')} | {r.get('commit', '?')} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, nargs="+", help="output folders of nominal_twin.sh")
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args()
+    rows = [row for out in args.out for row in collect(out)]
+    print(markdown(rows))
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
