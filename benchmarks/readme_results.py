@@ -36,6 +36,7 @@ BENCHMARKS = {
     "pixel_cost": "one SAC update on robot observations (joints + 64 px frames, 32 px policy images) vs on the lift state vector, batch 256, one thread, interleaved",
     "scale_out": "1 and 2 Ray env actors vs the single-process loop on the pixel twin; learner updates/s beside actors",
     "viewer": "`vlmrl view` over HTTP (a subprocess) vs reading and encoding the same frames in-process; 1,000 episodes, 64 px",
+    "lerobot_sac": "our deployable recipe vs LeRobot's own SAC (lerobot.policies.sac, its learner's update) on the twin, robot observations, same demonstrations and env steps",
 }
 
 
@@ -58,6 +59,15 @@ def bench_rows(bench_dir: Path) -> list[str]:
             continue
         figures = json.loads(path.read_text())
         shown = ", ".join(f"{k}={_fmt(v)}" for k, v in figures.items() if not isinstance(v, dict | list))
+        tasks = figures.get("tasks")
+        if isinstance(tasks, dict):  # per-task figures (lerobot_sac): each task's scalars
+            per_task = (
+                f"{task}: "
+                + ", ".join(f"{k}={_fmt(v)}" for k, v in fig.items() if not isinstance(v, dict | list))
+                for task, fig in tasks.items()
+                if isinstance(fig, dict)
+            )
+            shown = "; ".join([*per_task, shown])
         details = figures.get("details")
         cpu = details.get("cpu_model") if isinstance(details, dict) else None
         if cpu:  # the CI machine kind is not one CPU: hosts differ between sessions

@@ -24,3 +24,4 @@ bench pixel_cost benchmarks/pixel_learning.py --cost-only
 bench scale_out benchmarks/scale_out.py --quick
 bench viewer benchmarks/viewer.py
 bench viewer-quick benchmarks/viewer.py --quick
+bench lerobot_sac benchmarks/lerobot_sac.py --tasks reach --seeds 0 1 2 --jobs 1
