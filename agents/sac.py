@@ -160,12 +160,19 @@ class SAC:
         self._zero = torch.zeros((), device=self.device)  # the logged value of a loss term that is off
         self.num_updates = 0
         self.critic_only_until = 0
-        """Updates before this count train the critics (and encoder) only; the actor and temperature wait
-        (``vlmrl finetune --critic-warmup-updates``: critics handed over from the sim adapt first)."""
+        """Updates before this count train the critics only; the actor and temperature wait, and the encoder and
+        observation statistics stay as they are (``vlmrl finetune --critic-warmup-updates``: critics handed
+        over from the sim adapt first; an encoder moved under a waiting actor costs it its success)."""
         self.encoder_frozen = False
         """True: updates leave the pixel encoder's weights and the observation normaliser's statistics as
         they are (``vlmrl finetune --freeze-encoder``). The actor reads the encoder's features, which only
         the critic loss trains: a critic re-fitting to a new reward moves them under a policy that worked."""
+
+    @property
+    def encoder_held(self) -> bool:
+        """This update leaves the pixel encoder and the observation statistics alone: ``encoder_frozen``, or a
+        critic warm-up (``critic_only_until``) is on."""
+        return self.encoder_frozen or self.num_updates < self.critic_only_until
 
     def _estimate_dim(self, has_head: bool, estimate_dim: int | None) -> int:
         """Size of the state estimate an ``actor_reads_estimate`` actor reads; AgentError where none exists."""
@@ -244,7 +251,7 @@ class SAC:
         prior = None  # behaviour cloning reads the batch's prior rows (an RLPD mix) when it is on
         if self.cfg.bc_weight > 0.0 and batch.prior is not None:
             prior = torch.as_tensor(np.asarray(batch.prior, np.float32), device=self.device)
-        if not self.encoder_frozen:
+        if not self.encoder_held:
             self.encoder.update_statistics(obs)
         if self.has_pixels:  # frames -> policy images once, then DrQ shifts at the policy resolution
             pad = self.cfg.pixel.shift_pad_px
@@ -328,7 +335,7 @@ class SAC:
             target = reward + discount * next_q
 
         # Critic loss, importance-weighted (PER); the encoder learns from this loss only.
-        if self.encoder_trains and not self.encoder_frozen:
+        if self.encoder_trains and not self.encoder_held:
             features = encoder(obs)
         else:
             with torch.no_grad():

@@ -81,22 +81,27 @@ def test_a_mismatched_state_is_refused_in_one_line() -> None:
         assert "\n" not in str(info.value)
 
 
-def test_critic_warmup_updates_leave_the_actor_and_temperature_alone() -> None:
+def test_critic_warmup_updates_leave_the_actor_temperature_and_encoder_alone() -> None:
+    """The encoder and observation statistics wait with the actor: moved under it, they cost a frozen actor its
+    success (results/finetune, "Fine-tuning on the nominal twin")."""
     robot = SAC(AUX, ROBOT_SPEC, BOX)
     load_sim_into_robot_sac(robot, trained_sim_agent(AUX).state_dict())
     robot.critic_only_until = robot.num_updates + 2
     actor, critic = robot.actor.state_dict(), robot.critic.state_dict()
     actor, critic = {k: v.clone() for k, v in actor.items()}, {k: v.clone() for k, v in critic.items()}
+    encoder = {k: v.clone() for k, v in robot.encoder.state_dict().items()}
     alpha = robot.alpha
     for seed in range(2):
         robot.update(random_batch(ROBOT_SPEC, seed=seed))
     assert all(torch.equal(v, robot.actor.state_dict()[k]) for k, v in actor.items()) and robot.alpha == alpha
+    assert all(torch.equal(v, robot.encoder.state_dict()[k]) for k, v in encoder.items())
     assert not torch.equal(critic["weights.0"], robot.critic.weights[0].detach())
     again = SAC(AUX, ROBOT_SPEC, BOX)
     again.load_state_dict(robot.state_dict())
     assert again.critic_only_until == robot.critic_only_until
-    robot.update(random_batch(ROBOT_SPEC, seed=2))  # the warm-up is over: the actor moves
+    robot.update(random_batch(ROBOT_SPEC, seed=2))  # the warm-up is over: the actor and the encoder move
     assert not all(torch.equal(v, robot.actor.state_dict()[k]) for k, v in actor.items())
+    assert not all(torch.equal(v, robot.encoder.state_dict()[k]) for k, v in encoder.items())
 
 
 def test_a_frozen_encoder_keeps_the_features_the_actor_reads_while_the_critics_and_actor_learn() -> None:

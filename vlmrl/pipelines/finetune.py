@@ -122,9 +122,10 @@ class Config(RobotEnvConfig):
     learning_starts: int = 0
     """Transitions collected on the robot before the first update."""
     critic_warmup_updates: int = 0
-    """The first N updates train the critics only; the actor and temperature start after them. Advisable
-    for a run trained with ``--asymmetric-critic``, whose critics lose their privileged inputs
-    (``agents.sim_to_robot``)."""
+    """The first N updates train the critics only; the actor, the temperature, the pixel encoder and the
+    observation statistics start after them. For a run trained with ``--asymmetric-critic``, whose critics
+    lose their privileged inputs (``agents.sim_to_robot``); on the nominal twin a 6,000-update warm-up kept
+    the policy, and the actor's updates after it did not (results/finetune)."""
     store_action: Literal["sent", "policy"] = "sent"
     """What a step the policy drove stores as its action: ``sent``, what the arm was sent after the safety
     layer, or ``policy``, the policy's own action, the safety layer then part of the robot as the twin's
