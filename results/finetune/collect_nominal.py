@@ -1,11 +1,12 @@
-"""Summarise results/finetune/nominal_twin.sh runs: success of the deployed policy before and after 5 and 10
-robot minutes of fine-tuning on the nominal twin, per condition, and what the fine-tuning episodes show.
+"""Summarise the nominal-twin fine-tuning runs (``nominal_twin`` in results/finetune/reproduce.sh): success of the
+deployed policy before and after 5, 10 (and, resumed, 20) robot minutes of fine-tuning on the nominal twin, per
+condition, and what the fine-tuning episodes show.
 
     python results/finetune/collect_nominal.py OUT [OUT2 ...] --json results/finetune/nominal_twin.json
 
 Each OUT holds ``before/`` (the sim run's policy deployed) and one folder per condition (``provenance.txt``,
-``options.txt``, ``eval-5/``, ``eval-10/``, ``ft/metrics.jsonl``); a condition is compared with the ``before``
-of its own OUT, made at the same commit. Prints a Markdown table; ``--json`` writes the figures.
+``options.txt``, ``eval-<minutes>/``, ``ft/metrics.jsonl``); a condition is compared with the ``before`` of its
+own OUT, made at the same commit. Prints a Markdown table; ``--json`` writes the figures.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from scipy.stats import fisher_exact
+
+MINUTES = (5, 10, 20)
+"""Robot minutes after which a deploy may exist (``eval-<minutes>/``); 20: a run resumed past the study's 10."""
 
 
 def deployed(folder: Path) -> dict[str, Any] | None:
@@ -64,8 +68,7 @@ def collect(out: Path) -> list[dict[str, Any]]:
             "options": (folder / "options.txt").read_text().strip(),
             **{k: v for k, v in provenance(folder).items() if k in ("commit", "cpu")},
             "before": before,
-            "after_5min": deployed(folder / "eval-5"),
-            "after_10min": deployed(folder / "eval-10"),
+            **{f"after_{m}min": deployed(folder / f"eval-{m}") for m in MINUTES},
         }
         if (folder / "ft" / "metrics.jsonl").is_file():
             row["finetune_episodes"] = training_episodes(folder / "ft" / "metrics.jsonl")
@@ -85,13 +88,14 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         return f"{d['successes']}/{d['episodes']}" if d else "-"
 
     lines = [
-        "| condition | options | before | 5 robot min | 10 robot min | p (10 min vs before) | commit |",
-        "|---|---|---|---|---|---|---|",
+        "| condition | options | before | 5 robot min | 10 robot min | 20 robot min | p (10 min vs before) | commit |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        after = " | ".join(frac(r.get(f"after_{m}min")) for m in MINUTES)
         lines.append(
-            f"| {r['condition']} | `{r['options'] or '(defaults)'}` | {frac(r['before'])} | {frac(r['after_5min'])} | "
-            f"{frac(r['after_10min'])} | {r.get('p_10min_vs_before', '-')} | {r.get('commit', '?')} |"
+            f"| {r['condition']} | `{r['options'] or '(defaults)'}` | {frac(r['before'])} | {after} | "
+            f"{r.get('p_10min_vs_before', '-')} | {r.get('commit', '?')} |"
         )
     return "\n".join(lines)
 
