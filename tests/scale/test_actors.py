@@ -70,7 +70,13 @@ def test_killed_and_stopped_actors_are_replaced_and_training_goes_on(tmp_path, r
     SIGKILLed and Ray restarts it, and the stopped one is killed by the learner's timeout and restarted."""
     import ray
 
-    cfg = tiny_pixels(tmp_path / "run", ray=RayConfig(weights_every_updates=20, episode_timeout_s=5.0))
+    # A store that never evicts: on a loaded machine the faults take long and the learner goes on meanwhile,
+    # and 4,000 steps once dropped the warm-up episodes the version check below reads (CI, 2026-12-04).
+    cfg = tiny_pixels(
+        tmp_path / "run",
+        ray=RayConfig(weights_every_updates=20, episode_timeout_s=5.0),
+        buffer=BufferConfig(capacity_steps=100_000, storage="zarr"),
+    )
     trainer = Trainer.create(cfg)
     source = trainer.episode_source()
     seen: dict[str, int] = {}

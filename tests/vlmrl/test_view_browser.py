@@ -190,6 +190,34 @@ def test_frames_scrub_labels_reload_and_fit(browser, tmp_path):
     assert summary["labels"] == f"file {labels}"
 
 
+def test_keys_pressed_while_an_episode_loads_never_label_the_one_being_left(browser, tmp_path):
+    """ "j" then "s" at once: the success key must not land on episode 0 while episode 1's series is on its way
+    (the title said "episode 1" before the page had left episode 0, and a fast annotator's label went there)."""
+    store = make_view_store(tmp_path / "rec" / "episodes.zarr")
+    app, source = view.open_viewer(view.Config(path=store, clip_length=CLIP_LENGTH, clip_stride=CLIP_STRIDE))
+    series = source.series
+
+    def slow_series(episode: int):
+        if episode == 1:
+            time.sleep(1.5)
+        return series(episode)
+
+    source.series = slow_series
+    with Server(app) as server:
+        browser.get(server.url)
+        wait_for(browser, "document.body.dataset.ready === '1'")
+        press(browser, "j", "s")  # next episode, and success while it loads
+        assert "loading" in browser.find_element("id", "episode-title").text
+        wait_for(browser, "document.querySelector('#episode-title').textContent === 'episode 1'")
+        press(browser, "f")  # loaded: the keys act on episode 1
+        wait_for(browser, "document.querySelector('#saved').textContent.includes('saved failure (episode)')")
+        cells = browser.execute_script(
+            "return [...document.querySelectorAll('#episodes tbody tr')].map(r => r.children[3].textContent.trim())"
+        )
+        assert cells[:2] == ["", "failure"]
+    source.close()
+
+
 def take_readme_screenshot(driver, path: Path) -> None:
     """The README's picture: episode 0 mid-way, both scorers, a range label in view."""
     path.parent.mkdir(parents=True, exist_ok=True)

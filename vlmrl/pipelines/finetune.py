@@ -193,7 +193,8 @@ def fit_to_sim_run(cfg: Config, train: Any, offline: bool = False) -> Config:
     if not offline:
         run = policy_run_info(sim, "robot")
         return fit_to_policy(cfg, run, bool(sim.cameras), source)
-    defaults, changes = LeRobotEnvConfig(), {}
+    defaults = LeRobotEnvConfig()
+    changes: dict[str, Any] = {}
     windup = float(sim.max_windup_deg) if sim.action_mode == "delta" else 0.0
     adopt_trained(changes, "max_windup_deg", cfg.env.max_windup_deg, defaults.max_windup_deg, windup, source,
                   f"with --sim.max-windup-deg {windup:g}", "--env.max-windup-deg", "run")  # fmt: skip

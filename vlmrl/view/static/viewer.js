@@ -18,6 +18,7 @@ const state = {
   scorerB: null,
   images: new Map(),   // "cam/step" -> Image of the current episode
   loadSeq: 0,
+  loading: null,       // the id of the episode being fetched: keys and labels wait for it (none go to the last one)
 };
 
 // ------------------------------------------------------------------------------------------ fetching
@@ -119,18 +120,23 @@ async function selectEpisode(id) {
   const seq = ++state.loadSeq;
   const summary = state.episodes.find((e) => e.id === id);
   showBanner($("#episode-banner"), "");
-  $("#episode-title").textContent = `episode ${id}`;
+  state.loading = id;
+  $("#episode-title").textContent = `episode ${id} (loading)`;
   let data;
   try {
     data = await api(`/api/episodes/${id}`);
   } catch (err) {
     if (seq !== state.loadSeq) return;
+    state.loading = null;
+    $("#episode-title").textContent = `episode ${id}`;
     state.current = { id, steps: summary ? summary.steps : 0, groups: {}, labels: summary ? summary.labels : [], errors: {} };
     showBanner($("#episode-banner"), `episode ${id} cannot be shown: ${err.message}`);
     afterLoad();
     return;
   }
   if (seq !== state.loadSeq) return;
+  state.loading = null;
+  $("#episode-title").textContent = `episode ${id}`;
   state.current = data;
   const problems = [];
   if (data.damaged) problems.push(`episode ${id} is damaged: ${data.damaged}`);
@@ -420,7 +426,7 @@ function drawLabelTrack() {
 
 async function saveLabel(body) {
   const ep = state.current;
-  if (!ep) return;
+  if (!ep || state.loading !== null) return;  // a label never lands on the episode being left
   try {
     const res = await api("/api/labels", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ episode: ep.id, ...body }) });
     applyLabels(ep.id, res.labels);
@@ -432,6 +438,7 @@ async function saveLabel(body) {
 
 async function removeLabel(start, stop) {
   const ep = state.current;
+  if (!ep || state.loading !== null) return;
   const q = start === null ? "" : `&start=${start}&stop=${stop}`;
   try {
     const res = await api(`/api/labels?episode=${ep.id}${q}`, { method: "DELETE" });
@@ -478,7 +485,8 @@ const ACTIONS = {
 // ------------------------------------------------------------------------------------------ wiring
 function moveEpisode(delta) {
   if (!state.view.length) return;
-  const i = state.current ? state.view.findIndex((e) => e.id === state.current.id) : -1;
+  const at = state.loading ?? (state.current ? state.current.id : null);  // from the episode asked for last
+  const i = at === null ? -1 : state.view.findIndex((e) => e.id === at);
   const next = state.view[Math.max(0, Math.min(state.view.length - 1, i + delta))];
   if (next) selectEpisode(next.id);
 }
@@ -516,7 +524,8 @@ function onKey(ev) {
   if (!fn) return;
   ev.preventDefault();
   if (ev.target.type === "range") ev.target.blur();
-  if (!state.current && k !== "/" && !["ArrowDown", "j", "ArrowUp", "k"].includes(k)) return;
+  const ready = state.current && state.loading === null;  // keys act on a loaded episode only
+  if (!ready && k !== "/" && !["ArrowDown", "j", "ArrowUp", "k"].includes(k)) return;
   fn();
 }
 
@@ -537,7 +546,7 @@ function wire() {
   $("#speed").addEventListener("change", () => { if (state.playing) { stop(); play(); } });
   $("#help-button").addEventListener("click", () => { $("#help").hidden = false; });
   $("#help").addEventListener("click", () => { $("#help").hidden = true; });
-  document.querySelectorAll("#label-tools button").forEach((b) => b.addEventListener("click", () => { if (state.current) ACTIONS[b.dataset.act](); }));
+  document.querySelectorAll("#label-tools button").forEach((b) => b.addEventListener("click", () => { if (state.current && state.loading === null) ACTIONS[b.dataset.act](); }));
   for (const which of ["a", "b"]) {
     $(`#scorer-${which}`).addEventListener("change", (ev) => {
       state[which === "a" ? "scorerA" : "scorerB"] = ev.target.value || null;
