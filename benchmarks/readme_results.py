@@ -58,15 +58,10 @@ def bench_rows(bench_dir: Path) -> list[str]:
             rows.append(f"| {name} | {what} | not measured yet | `{command}` |")
             continue
         figures = json.loads(path.read_text())
-        shown = ", ".join(f"{k}={_fmt(v)}" for k, v in figures.items() if not isinstance(v, dict | list))
+        shown = _scalars(figures)
         tasks = figures.get("tasks")
         if isinstance(tasks, dict):  # per-task figures (lerobot_sac): each task's scalars
-            per_task = (
-                f"{task}: "
-                + ", ".join(f"{k}={_fmt(v)}" for k, v in fig.items() if not isinstance(v, dict | list))
-                for task, fig in tasks.items()
-                if isinstance(fig, dict)
-            )
+            per_task = (f"{task}: {_scalars(fig)}" for task, fig in tasks.items() if isinstance(fig, dict))
             shown = "; ".join([*per_task, shown])
         details = figures.get("details")
         cpu = details.get("cpu_model") if isinstance(details, dict) else None
@@ -237,6 +232,11 @@ def render(text: str, new_section: str, start: str = START, end: str = END) -> s
 
 def _fmt(value: object) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def _scalars(figures: dict) -> str:
+    """``key=value`` for each figure that is not a dict or a list."""
+    return ", ".join(f"{k}={_fmt(v)}" for k, v in figures.items() if not isinstance(v, dict | list))
 
 
 def main() -> int:

@@ -313,14 +313,14 @@ class ReplayBuffer:
             action = self.storage.read("action", rows)
             obs = {key: self._read_obs(key, rows, step) for key in draw.keys}
             next_obs = {key: self._read_obs(key, next_rows, step + k) for key in draw.keys}
-            # steps flagged by the clone key (the operator's takeovers) are cloned as the prior rows are; a
-            # step's info is stored with its next observation, one row on
+            # rows cloned as the prior rows are: all of them, or the steps the clone key flags (the operator's
+            # takeovers; a step's info is stored with its next observation, one row on)
             cloned = None
-            if cfg.clone_info_key:
+            if cfg.clone_all:
+                cloned = np.ones(len(rows), bool)
+            elif cfg.clone_info_key:
                 cloned = self.storage.read(f"info/{cfg.clone_info_key}", rows + 1) > 0
         prior = self.sampler.is_prior(pos) if isinstance(self.sampler, PriorMixSampler) else None
-        if cfg.clone_all:
-            cloned = np.ones(len(rows), bool)
         if cloned is not None:
             prior = cloned if prior is None else (np.asarray(prior, bool) | cloned)
         return Batch(

@@ -14,10 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 from pathlib import Path
 from typing import Any
 
-from scipy.stats import fisher_exact
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1] / "benchmarks"))
+
+from offline_experiment import fisher_p  # noqa: E402
 
 MINUTES = (5, 10, 20)
 """Robot minutes after which a deploy may exist (``eval-<minutes>/``); 20: a run resumed past the study's 10."""
@@ -74,11 +78,8 @@ def collect(out: Path) -> list[dict[str, Any]]:
             row["finetune_episodes"] = training_episodes(folder / "ft" / "metrics.jsonl")
         last = row["after_10min"]
         if before and last:  # two-sided Fisher exact test, after 10 robot minutes against before
-            table = [
-                [last["successes"], last["episodes"] - last["successes"]],
-                [before["successes"], before["episodes"] - before["successes"]],
-            ]
-            row["p_10min_vs_before"] = float(f"{float(fisher_exact(table)[1]):.2g}")
+            p = fisher_p((last["successes"], last["episodes"]), (before["successes"], before["episodes"]))
+            row["p_10min_vs_before"] = float(f"{p:.2g}")
         rows.append(row)
     return rows
 
@@ -102,7 +103,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path, nargs="+", help="output folders of nominal_twin.sh")
+    parser.add_argument("out", type=Path, nargs="+", help="output folders of reproduce.sh's nominal_twin")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
     rows = [row for out in args.out for row in collect(out)]

@@ -255,9 +255,8 @@ def test_absorbing_terminal_needs_a_discount_below_one(make):
 
 @pytest.mark.parametrize("storage", STORAGES)
 def test_clone_info_key_marks_its_rows_for_behaviour_cloning_and_must_be_stored(make, storage):
-    buf = make(
-        storage, clone_info_key="success"
-    )  # the filler's success: the last step of a terminated episode
+    # the filler's success: the last step of a terminated episode
+    buf = make(storage, clone_info_key="success")
     fill_episode(buf, 0, 5)
     fill_episode(buf, 1, 5, terminate=False)
     batch = buf.sample(256)

@@ -115,6 +115,10 @@ function escapeHtml(s) {
 }
 
 // ------------------------------------------------------------------------------------------ episode
+function ready() {  // an episode is loaded and none is on its way: keys and labels act on it
+  return state.current !== null && state.loading === null;
+}
+
 async function selectEpisode(id) {
   stop();
   const seq = ++state.loadSeq;
@@ -425,8 +429,8 @@ function drawLabelTrack() {
 }
 
 async function saveLabel(body) {
+  if (!ready()) return;  // a label never lands on the episode being left
   const ep = state.current;
-  if (!ep || state.loading !== null) return;  // a label never lands on the episode being left
   try {
     const res = await api("/api/labels", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ episode: ep.id, ...body }) });
     applyLabels(ep.id, res.labels);
@@ -437,8 +441,8 @@ async function saveLabel(body) {
 }
 
 async function removeLabel(start, stop) {
+  if (!ready()) return;
   const ep = state.current;
-  if (!ep || state.loading !== null) return;
   const q = start === null ? "" : `&start=${start}&stop=${stop}`;
   try {
     const res = await api(`/api/labels?episode=${ep.id}${q}`, { method: "DELETE" });
@@ -524,8 +528,7 @@ function onKey(ev) {
   if (!fn) return;
   ev.preventDefault();
   if (ev.target.type === "range") ev.target.blur();
-  const ready = state.current && state.loading === null;  // keys act on a loaded episode only
-  if (!ready && k !== "/" && !["ArrowDown", "j", "ArrowUp", "k"].includes(k)) return;
+  if (!ready() && k !== "/" && !["ArrowDown", "j", "ArrowUp", "k"].includes(k)) return;
   fn();
 }
 
@@ -546,7 +549,7 @@ function wire() {
   $("#speed").addEventListener("change", () => { if (state.playing) { stop(); play(); } });
   $("#help-button").addEventListener("click", () => { $("#help").hidden = false; });
   $("#help").addEventListener("click", () => { $("#help").hidden = true; });
-  document.querySelectorAll("#label-tools button").forEach((b) => b.addEventListener("click", () => { if (state.current && state.loading === null) ACTIONS[b.dataset.act](); }));
+  document.querySelectorAll("#label-tools button").forEach((b) => b.addEventListener("click", () => { if (ready()) ACTIONS[b.dataset.act](); }));
   for (const which of ["a", "b"]) {
     $(`#scorer-${which}`).addEventListener("change", (ev) => {
       state[which === "a" ? "scorerA" : "scorerB"] = ev.target.value || null;
