@@ -184,6 +184,10 @@ class ScriptedOperatorConfig:
     give_up: bool = True
     """Press failure when the policy stalls or drifts and the budget is spent, as a person ends a hopeless
     episode early (robot minutes are the cost); False: let it run to the time limit."""
+    demonstrate: bool = False
+    """Take over at each episode's first step, so the expert drives it (for ``takeover_steps`` within
+    ``budget_steps``): demonstrations on the arm, stored as takeovers in the fine-tuning buffer, which a
+    later `vlmrl finetune --prior-data` reads (a person records them with ``vlmrl record``)."""
 
 
 def stored_sim_settings(stored: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,8 @@ Per step (``poll``, called before each action):
 - the task holds: press success (once; the episode ends at that step, as a keyboard press ends it);
 - the expert drives: hand back after ``takeover_steps`` or when the episode's ``budget_steps`` are spent;
 - the policy drives and the tool left the workspace box (drift) or moved less than ``stall_m`` over the
-  last ``stall_steps`` steps (stall): take over while budget is left, else press failure (``give_up``).
+  last ``stall_steps`` steps (stall): take over while budget is left, else press failure (``give_up``);
+- with ``demonstrate``, take over at the first step: the expert drives the episode (demonstrations).
 
 Each episode's signals (step, key, reason) and counts come back from ``end_episode``. One operator is both
 the keys and the teleop of ``vlmrl.loop.sources.RobotEpisodes``. Between episodes the twin puts the scene back
@@ -130,6 +131,11 @@ class ScriptedOperator:
 
     def _while_watching(self, tool: np.ndarray) -> None:
         reason = None
+        if self.cfg.demonstrate and self._step == 0 and self._budget > 0:
+            self._press("space", "takeover", "demonstration: the expert drives from the first step")
+            self.counts["takeovers"] += 1
+            self._takeover_left = min(self.cfg.takeover_steps, self._budget)
+            return
         if np.any(tool < self._low) or np.any(tool > self._high):
             reason, kind = "the tool left the workspace", "drifts"
         elif len(self._tool) >= self.cfg.stall_steps:

@@ -111,3 +111,16 @@ def test_keys_only_without_a_budget_and_no_give_up_lets_the_episode_run_out():
 def test_settings_that_cannot_work_are_refused_in_one_line(fields, message):
     with pytest.raises(SimError, match=message):
         ScriptedOperator(StandInTwin(), ScriptedOperatorConfig(**fields))
+
+
+def test_demonstrate_takes_over_at_the_first_step_of_every_episode_within_the_budget():
+    twin = StandInTwin()
+    cfg = ScriptedOperatorConfig(demonstrate=True, takeover_steps=5, budget_steps=5, give_up=False)
+    operator = ScriptedOperator(twin, cfg)
+    events, driving = run(operator, twin, 8)
+    assert events[0] == ["intervene"] and driving[:5] == [True] * 5 and events[5] == ["intervene"]
+    log = operator.end_episode()
+    assert (log["takeovers"], log["intervention_steps"], log["stalls"]) == (1, 5, 0)
+    assert "demonstration" in log["signals"][0]["reason"]
+    operator.begin_episode()  # the next episode is demonstrated too
+    assert operator.poll() == ["intervene"] and operator.intervening

@@ -621,3 +621,53 @@ def test_a_fresh_agent_has_the_sim_runs_networks_and_not_its_weights(tmp_path, c
         in (tmp_path / "ft-fresh-True" / "report.md").read_text()
     )
     assert "a fresh agent with the networks of" in capsys.readouterr().out
+
+
+def test_prior_data_from_demonstrations_on_the_arm_is_half_of_each_batch_and_cloned(tmp_path, monkeypatch, capsys):
+    """The scripted operator demonstrates (the expert drives whole episodes); a second run takes that buffer
+    as ``--prior-data``: its episodes come first in the new buffer, marked as the prior part of every batch
+    (cloned at the sim run's bc_weight), they cost no robot minutes, and a resume does not add them again."""
+    from sim.config import ScriptedOperatorConfig
+
+    run, _ = sim_run(tmp_path, task="reach")
+    demo = ScriptedOperatorConfig(demonstrate=True, takeover_steps=40, budget_steps=40, give_up=False)
+    assert finetune.main(scripted(tmp_path, run, scripted_operator=demo, out_dir=tmp_path / "demos")) == 0
+    demos = [json.loads(line) for line in (tmp_path / "demos" / "metrics.jsonl").read_text().splitlines()]
+    assert all(d["interventions"] == d["steps"] for d in demos)  # the expert drove every step
+    demo_steps = sum(d["steps"] for d in demos)
+    prior_flags = []
+    real_update = SAC.update
+
+    def recording_update(agent, batch):
+        prior_flags.append(np.asarray(batch.prior, bool).copy())
+        return real_update(agent, batch)
+
+    monkeypatch.setattr(SAC, "update", recording_update)
+    ft = scripted(tmp_path, run, prior_data=tmp_path / "demos" / "buffer.zarr", episodes=2)
+    assert finetune.main(ft) == 0
+    assert f"2 episodes ({demo_steps + 2} steps) of prior data" in capsys.readouterr().out
+    lines = [json.loads(line) for line in (tmp_path / "ft" / "metrics.jsonl").read_text().splitlines()]
+    own = sum(line["steps"] for line in lines)
+    assert lines[-1]["robot_minutes"] == pytest.approx(own / 20.0 / 60.0)  # the prior data is not robot time
+    buf = stored_buffer(tmp_path / "ft")
+    first = buf.storage.read("action", np.arange(demo_steps + 2))
+    assert buf.num_transitions == demo_steps + own
+    buf.close()
+    demo_buf = stored_buffer(tmp_path / "demos")
+    assert first == pytest.approx(demo_buf.storage.read("action", np.arange(demo_steps + 2)))
+    demo_buf.close()
+    share = np.concatenate(prior_flags).mean()
+    assert prior_flags and 0.3 < share < 0.7  # half of each batch (4 rows), drawn from the prior part
+    assert finetune.main(dataclasses.replace(ft, resume=True, episodes=1)) == 0
+    buf = stored_buffer(tmp_path / "ft")
+    assert buf.storage.episodes().count == 2 + len(lines) + 1  # the prior episodes once, not again
+    buf.close()
+
+
+def test_prior_data_that_does_not_fit_the_arm_is_refused_in_one_line(tmp_path):
+    run, _ = sim_run(tmp_path, task="reach")
+    with pytest.raises(ConfigError, match="--prior-data .*nowhere: no such store"):
+        finetune.main(scripted(tmp_path, run, prior_data=tmp_path / "nowhere"))
+    with pytest.raises(ConfigError, match="--prior-share 1.5: expected a share in"):
+        finetune.main(scripted(tmp_path, run, prior_share=1.5))
+    assert not (tmp_path / "ft").exists()

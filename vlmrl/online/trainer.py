@@ -24,8 +24,6 @@ import numpy as np
 from agents.export import export_onnx, export_policy
 from agents.handover import load_iql_into_sac, sac_config_for
 from agents.sac import SAC
-from buffer.io.recorded import load_prior_episodes
-from buffer.metadata import read_store_metadata
 from buffer.samplers.prior_mix import PriorMixSampler
 from buffer.storage.chunk_file import atomic_write
 from buffer.storage.integrity import describe_skipped
@@ -40,6 +38,7 @@ from vlmrl.evaluation.episodes import EvalResult, eval_seeds, evaluate
 from vlmrl.loop.assembly import ScoringSpec, StoreSpec, build_agent, build_learner, learner_checkpoint
 from vlmrl.loop.checkpoint import load_checkpoint, memory_buffer_path, save_checkpoint
 from vlmrl.loop.learner import LoopState, UpdatePlan
+from vlmrl.loop.prior_data import add_prior_data, check_prior_data
 from vlmrl.loop.sources import EnvEpisodes, StagedSteps
 from vlmrl.online.config import TrainConfig, check_config, resolve_buffer_config, resolved_dict
 from vlmrl.online.offline_handover import load_offline_agent
@@ -391,16 +390,9 @@ class Trainer:
 
     def _add_prior_data(self, path: Path) -> None:
         """Copy the intact episodes of a recorded store into the buffer as prior data (once per run)."""
+        skipped = add_prior_data(self.buffer, self.state, path, skip_corrupt=self.cfg.skip_corrupt)
+        added = self.state.prior_episodes_added
         mix = self.buffer.sampler if isinstance(self.buffer.sampler, PriorMixSampler) else None
-        if mix is not None:
-            mix.mark_prior(True)
-        try:
-            added, skipped = load_prior_episodes(str(path), self.buffer, skip_corrupt=self.cfg.skip_corrupt)
-        finally:
-            if mix is not None:
-                mix.mark_prior(False)
-        self.state.prior_episodes_added = added
-        self.state.demo_rows = self.buffer.storage.episodes().next_row
         if self.link is not None:
             self.link.submit_new_clips()
         share = f"{self.cfg.prior_share:.0%} of each batch" if mix is not None else "replayed by --replay"
@@ -538,35 +530,6 @@ BEST_POLICY = "best_policy.pt"
 
 EVALS_LOG = "evals.jsonl"
 """The scheduled evaluations so far, one JSON object per line (``step``, ``success_rate``, ``return``, ...)."""
-
-
-def check_prior_data(path: Path, obs_spec: dict[str, Any], action_dim: int, action_mode: str = "") -> None:
-    """ConfigError in one line unless the store at ``path`` holds the arrays this run stores, by key name,
-    and actions of this run's kind: a recording says its ``action_mode`` (``vlmrl record``: absolute
-    joint targets), and its actions would mean something else to a run of another ``--sim.action-mode``."""
-    if not Path(path).exists():
-        raise ConfigError(f"--prior-data {path}: no such store")
-    meta = read_store_metadata(path)  # one-line BufferError for anything that is not a vlmrl store
-
-    def norm(spec: Any) -> tuple[tuple[int, ...], str] | None:
-        return None if spec is None else (tuple(int(n) for n in spec[0]), np.dtype(spec[1]).name)
-
-    wrong = [k for k in obs_spec if norm(meta.obs_spec.get(k)) != norm(obs_spec[k])]
-    if wrong or meta.action_dim != action_dim:
-        k = wrong[0] if wrong else "action"
-        have = norm(meta.obs_spec.get(k)) if wrong else meta.action_dim
-        want = norm(obs_spec[k]) if wrong else action_dim
-        raise ConfigError(
-            f"--prior-data {path}: {k!r} is {have} there, this run stores {want} (record it with the same "
-            "cameras, image size and --policy-obs)"
-        )
-    stored_mode = meta.record.get("action_mode") or ("absolute" if "action_keys" in meta.record else None)
-    if action_mode and stored_mode is not None and stored_mode != action_mode:
-        raise ConfigError(
-            f"--prior-data {path}: its actions are {stored_mode} (vlmrl record stores the joint targets sent, "
-            f"in LeRobot units), this run's are --sim.action-mode {action_mode}; train with "
-            f"--sim.action-mode {stored_mode}"
-        )
 
 
 def normalized(spec: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], str]]:

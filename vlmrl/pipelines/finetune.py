@@ -57,7 +57,7 @@ import tyro
 
 from agents.export import export_policy
 from agents.sim_to_robot import estimate_dim_of
-from buffer.config import BufferConfig
+from buffer.config import BufferConfig, PriorMixSamplerConfig
 from robot.config import LeRobotEnvConfig
 from robot.signals import interrupt_on_signals
 from sim.config import ScriptedOperatorConfig
@@ -89,6 +89,7 @@ from vlmrl.errors import ConfigError
 from vlmrl.loop.assembly import ScoringSpec, StoreSpec, build_agent, build_learner, learner_checkpoint
 from vlmrl.loop.checkpoint import checkpoint_to_resume, save_checkpoint
 from vlmrl.loop.learner import UpdatePlan
+from vlmrl.loop.prior_data import add_prior_data, check_prior_data
 from vlmrl.loop.sources import ROBOT_INFO_KEYS
 from vlmrl.offline.run import is_offline_run
 from vlmrl.online.config import RayConfig
@@ -130,6 +131,14 @@ class Config(RobotEnvConfig):
     """What a step the policy drove stores as its action: ``sent``, what the arm was sent after the safety
     layer, or ``policy``, the policy's own action, the safety layer then part of the robot as the twin's
     clipping is part of the sim in `vlmrl train`. Takeovers always store what was sent."""
+    prior_data: Path | None = None
+    """A store whose episodes go into the buffer before the first robot episode, as the prior part of each
+    batch (RLPD, as the sim run's demonstrations were in `vlmrl train`), cloned at the sim run's
+    ``agent.bc_weight``: demonstrations on this arm (``vlmrl record``, for a run of ``--sim.action-mode
+    absolute``) or an earlier fine-tuning run's ``buffer.zarr`` (its actions are the policy's kind). Its arrays
+    must match the robot's (joints, cameras, image size) and the info keys a fine-tuning buffer stores."""
+    prior_share: float = 0.5
+    """With ``--prior-data``: share of each batch drawn from it (0: its episodes are replayed like the robot's)."""
     freeze_encoder: bool = False
     """Keep the sim run's pixel encoder and observation statistics: updates change the actor, critics and
     temperature only. The actor reads features that only the critic loss trains, so a critic re-fitting to
@@ -231,6 +240,8 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     train = state["config"]
     if cfg.critic_warmup_updates < 0:
         raise ConfigError(f"--critic-warmup-updates {cfg.critic_warmup_updates}: expected 0 or more")
+    if not 0.0 <= cfg.prior_share <= 1.0:
+        raise ConfigError(f"--prior-share {cfg.prior_share:g}: expected a share in [0, 1]")
     cfg = fit_to_sim_run(cfg, train, offline=is_offline_run(cfg.from_run))
     scorer_cfg, reward_words = reward_scorer(cfg, train)
     obs_spec = policy_obs_spec(state)  # the policy's robot keys, never the privileged state
@@ -262,6 +273,8 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     with interrupt_on_signals(), arms as (side, source_for):
         camera = f"pixels/{side.cameras[0]}" if side.cameras else ""
         with new.removed_on_failure():
+            if cfg.prior_data is not None and resumed is None:  # a resumed run's buffer holds it already
+                check_prior_data(cfg.prior_data, side.obs_spec, side.action_dim, train.sim.action_mode)
             ready = open_scorer(cfg, train, scorer_cfg, side, camera)
             weight = aux_weight_of(cfg, train) if ready is not None else 0.0
             learner = build_learner(
@@ -288,6 +301,8 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
                 changed_store=lambda stored, checkpointed: refuse_changed_store(cfg, stored, checkpointed),
             )
         buffer, link, loop = learner.buffer, learner.link, learner.state
+        if cfg.prior_data is not None and resumed is None:
+            add_prior(cfg, buffer, loop, link)
         write_config(cfg, cfg.out_dir)
         episodes = source_for(buffer)
         stop_at = loop.episode + cfg.episodes
@@ -320,13 +335,29 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     return last
 
 
+def add_prior(cfg: Config, buffer: Any, loop: Any, link: Any) -> None:
+    """``--prior-data``'s episodes into the fine-tuning buffer, before the first robot episode."""
+    add_prior_data(buffer, loop, cfg.prior_data, skip_corrupt=False)
+    if link is not None:
+        link.submit_new_clips()
+    share = f"{cfg.prior_share:.0%} of each batch" if cfg.prior_share > 0 else "replayed with the robot's"
+    print(
+        f"finetune: {loop.prior_episodes_added} episodes ({loop.demo_rows} steps) of prior data from "
+        f"{cfg.prior_data} in the buffer ({share})"
+    )
+
+
 def store_spec(
     cfg: Config, train: Any, side: RobotSide, camera: str, weight: float, scorer_id: str, reward_words: str
 ) -> StoreSpec:
     """The fine-tuning run's replay buffer: a zarr store in ``out_dir`` that is a recording of the arm (its
     ``vlmrl_record`` attributes), with the sim run's discount and n-step."""
+    sampler: Any = cfg.buffer.sampler
+    if cfg.prior_data is not None and cfg.prior_share > 0 and not isinstance(sampler, PriorMixSamplerConfig):
+        sampler = PriorMixSamplerConfig(prior_share=cfg.prior_share, online=sampler)
     buffer_cfg = dataclasses.replace(
         cfg.buffer,
+        sampler=sampler,
         storage="zarr",
         clip_camera=cfg.buffer.clip_camera or camera,
         aux_reward_scorer=scorer_id if weight > 0 else "",
@@ -342,6 +373,7 @@ def store_spec(
         "operator": cfg.operator,
         "reward": reward_words,
         "action_keys": list(side.action_keys),
+        "action_mode": train.sim.action_mode,  # the policy's action units (--prior-data reads them)
         "cameras": list(side.cameras),
         "from_run": str(cfg.from_run),
     }
