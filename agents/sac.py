@@ -23,6 +23,7 @@ update rather than SB3's sequential one; both are gradient steps on the same obj
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from typing import Any
 
@@ -397,6 +398,19 @@ class SAC:
         return features if privileged is None else torch.cat([features, privileged], dim=-1)
 
     # ------------------------------------------------------------------------------------- checkpoint
+    def retune(self, *, actor_lr: float | None = None, bc_weight: float | None = None) -> None:
+        """Change the actor's learning rate or behaviour-cloning weight from now on (None: keep it); a loaded
+        state brings its own learning rates, so retune after loading. Raises AgentError out of range."""
+        if actor_lr is not None:
+            if not actor_lr > 0:
+                raise AgentError(f"actor learning rate {actor_lr:g}: expected a positive number")
+            self.cfg = dataclasses.replace(self.cfg, actor_lr=float(actor_lr))
+            self.optimizer.param_groups[0]["lr"] = float(actor_lr)  # group 0: the actor's (see __init__)
+        if bc_weight is not None:
+            if not bc_weight >= 0:
+                raise AgentError(f"bc_weight {bc_weight:g}: expected 0 or more")
+            self.cfg = dataclasses.replace(self.cfg, bc_weight=float(bc_weight))
+
     def state_dict(self) -> dict[str, Any]:
         """A snapshot (deep copy) of everything needed to continue training exactly.
 

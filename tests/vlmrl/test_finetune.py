@@ -671,3 +671,13 @@ def test_prior_data_that_does_not_fit_the_arm_is_refused_in_one_line(tmp_path):
     with pytest.raises(ConfigError, match="--prior-share 1.5: expected a share in"):
         finetune.main(scripted(tmp_path, run, prior_share=1.5))
     assert not (tmp_path / "ft").exists()
+
+
+def test_actor_lr_and_bc_weight_are_the_runs_own_after_the_sim_runs_optimiser_is_loaded(tmp_path):
+    run, _ = sim_run(tmp_path)
+    assert finetune.main(config(tmp_path, run, actor_lr=1e-5, bc_weight=2.0)) == 0
+    state = torch.load(tmp_path / "ft" / "checkpoint" / "state.pt", weights_only=False)
+    groups = state["agent"]["optimizer"]["param_groups"]
+    assert groups[0]["lr"] == pytest.approx(1e-5) and groups[1]["lr"] == pytest.approx(3e-4)
+    with pytest.raises(ConfigError, match="actor learning rate -1: expected a positive number"):
+        finetune.main(config(tmp_path, run, actor_lr=-1.0, out_dir=tmp_path / "ft2"))

@@ -55,6 +55,7 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
+from agents.errors import AgentError
 from agents.export import export_policy
 from agents.sim_to_robot import estimate_dim_of
 from buffer.config import BufferConfig, PriorMixSamplerConfig
@@ -139,6 +140,12 @@ class Config(RobotEnvConfig):
     must match the robot's (joints, cameras, image size) and the info keys a fine-tuning buffer stores."""
     prior_share: float = 0.5
     """With ``--prior-data``: share of each batch drawn from it (0: its episodes are replayed like the robot's)."""
+    actor_lr: float | None = None
+    """The actor's learning rate on the robot (None: the sim run's); below the critics' it moves a working
+    policy in smaller steps while the critics re-fit to the robot's reward."""
+    bc_weight: float | None = None
+    """Weight of the actor's behaviour-cloning term on the rows it clones (``--prior-data``'s,
+    ``--buffer.clone-info-key``'s, ``--buffer.clone-all``; None: the sim run's ``agent.bc_weight``)."""
     freeze_encoder: bool = False
     """Keep the sim run's pixel encoder and observation statistics: updates change the actor, critics and
     temperature only. The actor reads features that only the critic loss trains, so a critic re-fitting to
@@ -252,6 +259,10 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         start=lambda agent: start_from_sim_run(agent, cfg, train, state),
     )  # fmt: skip
     agent.encoder_frozen = cfg.freeze_encoder  # the flag of this invocation, a resumed run's too
+    try:  # so are these: the checkpoint's optimiser brings the learning rates it ran with
+        agent.retune(actor_lr=cfg.actor_lr, bc_weight=cfg.bc_weight)
+    except AgentError as exc:
+        raise ConfigError(f"finetune: {exc}") from None
     # config.json is written once the robot, the policy fit and the store are checked; a run failing on
     # them leaves the previous run's files as they were (and removes an empty safety.jsonl/store it made).
     new = NewPaths(cfg.out_dir, ["safety.jsonl", "buffer.zarr", *(f"arm-{i}" for i in range(cfg.actors))])
