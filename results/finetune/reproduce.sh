@@ -29,18 +29,21 @@ for floor in 0.005 -0.1; do
 done
 # Fine-tuning on the nominal twin (2026-12-04, README "Fine-tuning on the nominal twin"): the recipe's lift policy,
 # fine-tuned for 5 then 10 robot minutes under each condition, deployed on 50 held-out start states after each.
-nominal_twin() {  # nominal_twin RUN DIR NAME [finetune options...]: DIR/before once, DIR/NAME/{ft,eval-5,eval-10}
+nominal_twin() {  # nominal_twin RUN DIR NAME [finetune options...]: DIR/before once, DIR/NAME/{ft,eval-M}
+  # env: UNIT (a twin unit: fine-tune and deploy on it; default the nominal twin), MINUTES (default "5 10")
   local run=$1 dir=$2 name=$3 minutes; shift 3
-  local fast=(--env.control-hz 1000 --twin-control-hz 20)
-  local eval=(--episodes 50 --seed 2000000 --video-camera None --torch-threads 1 "${fast[@]}")
+  local fast=(--env.control-hz 1000 --twin-control-hz 20) unit=()
+  [ -n "${UNIT:-}" ] && unit=(--robot.unit "$UNIT")
+  local eval=(--episodes 50 --seed 2000000 --video-camera None --torch-threads 1 "${fast[@]}" "${unit[@]}")
   dry_run || { mkdir -p "$dir/$name"; printf '%s\n' "$*" > "$dir/$name/options.txt"; }
   provenance "$dir/$name/provenance.txt"
   finished "$dir/before/metrics.json" || vlmrl deploy --policy "$run/policy.pt" --out-dir "$dir/before" "${eval[@]}"
-  for minutes in 5 10; do
+  for minutes in ${MINUTES:-5 10}; do
     finished "$dir/$name/eval-$minutes/metrics.json" && continue
     local resume=(); [ -d "$dir/$name/ft/checkpoint" ] && resume=(--resume)
     logged "$dir/$name/ft-$minutes.log" vlmrl finetune --from "$run" "${resume[@]}" --out-dir "$dir/$name/ft" \
-      --operator scripted --episodes 100000 --robot-minutes "$minutes" --seed 0 --torch-threads 1 "${fast[@]}" "$@"
+      --operator scripted --episodes 100000 --robot-minutes "$minutes" --seed 0 --torch-threads 1 "${fast[@]}" \
+      "${unit[@]}" "$@"
     run_or_print cp "$dir/$name/ft/policy.pt" "$dir/$name/policy-$minutes.pt"
     vlmrl deploy --policy "$dir/$name/policy-$minutes.pt" --out-dir "$dir/$name/eval-$minutes" "${eval[@]}"
   done
