@@ -3,6 +3,7 @@ deployed policy before and after 5, 10 (and, resumed, 20) robot minutes of fine-
 condition, and what the fine-tuning episodes show.
 
     python results/finetune/collect_nominal.py OUT [OUT2 ...] --json results/finetune/nominal_twin.json
+    python results/finetune/collect_nominal.py OUT3 --keep results/finetune/nominal_twin.json --json NEW.json
 
 Each OUT holds ``before/`` (the sim run's policy deployed) and one folder per condition (``provenance.txt``,
 ``options.txt``, ``eval-<minutes>/``, ``ft/metrics.jsonl``); a condition is compared with the ``before`` of its
@@ -57,6 +58,21 @@ def training_episodes(path: Path) -> dict[str, Any]:
     return out
 
 
+def portable(options: str) -> str:
+    """Options with each absolute path (``--prior-data /somewhere/demos/buffer.zarr``) written from the output
+    folder on (``OUT/demos/buffer.zarr``), as reproduce.sh names it."""
+    return " ".join(
+        "OUT/" + "/".join(Path(word).parts[-2:]) if word.startswith("/") else word for word in options.split()
+    )
+
+
+def unit_of(before: Path) -> str:
+    """The twin unit the ``before`` deploy ran on (its config.json), ``nominal`` when none."""
+    path = before / "config.json"
+    unit = json.loads(path.read_text()).get("robot", {}).get("unit") if path.is_file() else None
+    return unit or "nominal"
+
+
 def provenance(folder: Path) -> dict[str, str]:
     path = folder / "provenance.txt"
     lines = path.read_text().splitlines() if path.is_file() else []
@@ -69,17 +85,19 @@ def collect(out: Path) -> list[dict[str, Any]]:
     for folder in sorted(p for p in out.iterdir() if p.is_dir() and (p / "options.txt").is_file()):
         row: dict[str, Any] = {
             "condition": folder.name,
-            "options": (folder / "options.txt").read_text().strip(),
+            "options": portable((folder / "options.txt").read_text().strip()),
+            "unit": unit_of(out / "before"),
             **{k: v for k, v in provenance(folder).items() if k in ("commit", "cpu")},
             "before": before,
             **{f"after_{m}min": deployed(folder / f"eval-{m}") for m in MINUTES},
         }
         if (folder / "ft" / "metrics.jsonl").is_file():
             row["finetune_episodes"] = training_episodes(folder / "ft" / "metrics.jsonl")
-        last = row["after_10min"]
-        if before and last:  # two-sided Fisher exact test, after 10 robot minutes against before
-            p = fisher_p((last["successes"], last["episodes"]), (before["successes"], before["episodes"]))
-            row["p_10min_vs_before"] = float(f"{p:.2g}")
+        for m in (10, 20):  # two-sided Fisher exact test, after 10 (20) robot minutes against before
+            last = row[f"after_{m}min"]
+            if before and last:
+                p = fisher_p((last["successes"], last["episodes"]), (before["successes"], before["episodes"]))
+                row[f"p_{m}min_vs_before"] = float(f"{p:.2g}")
         rows.append(row)
     return rows
 
@@ -89,14 +107,16 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         return f"{d['successes']}/{d['episodes']}" if d else "-"
 
     lines = [
-        "| condition | options | before | 5 robot min | 10 robot min | 20 robot min | p (10 min vs before) | commit |",
-        "|---|---|---|---|---|---|---|---|",
+        "| unit | condition | options | before | 5 robot min | 10 robot min | 20 robot min | p (10 min vs before) "
+        "| p (20 min vs before) | commit |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         after = " | ".join(frac(r.get(f"after_{m}min")) for m in MINUTES)
         lines.append(
-            f"| {r['condition']} | `{r['options'] or '(defaults)'}` | {frac(r['before'])} | {after} | "
-            f"{r.get('p_10min_vs_before', '-')} | {r.get('commit', '?')} |"
+            f"| {r.get('unit', 'nominal')} | {r['condition']} | `{r['options'] or '(defaults)'}` | "
+            f"{frac(r['before'])} | {after} | {r.get('p_10min_vs_before', '-')} | "
+            f"{r.get('p_20min_vs_before', '-')} | {r.get('commit', '?')} |"
         )
     return "\n".join(lines)
 
@@ -105,8 +125,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, nargs="+", help="output folders of reproduce.sh's nominal_twin")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="an earlier --json whose rows come first (runs of other sessions, folders gone)",
+    )
     args = parser.parse_args()
-    rows = [row for out in args.out for row in collect(out)]
+    kept = json.loads(args.keep.read_text())["rows"] if args.keep else []
+    rows = [*kept, *(row for out in args.out for row in collect(out))]
     print(markdown(rows))
     if args.json:
         args.json.write_text(json.dumps({"rows": rows}, indent=2) + "\n")

@@ -64,7 +64,37 @@ nominal_twin "$OUT/lift-s0" "$N" F7-frozen-abs-clone-storepolicy --freeze-encode
 nominal_twin "$OUT/lift-s0" "$N" F8-frozen-abs-cloneall --freeze-encoder --buffer.absorbing-terminal --buffer.clone-all
 nominal_twin "$OUT/lift-s0" "$N" F9-frozen-abs-cloneall-start2400 --freeze-encoder --buffer.absorbing-terminal \
   --buffer.clone-all --learning-starts 2400
-python_script results/finetune/collect_nominal.py "$N" --json "$OUT/nominal_twin.json"
+# Prior data (2026-12-04, README "Prior data, a slower actor and a twin unit"): 25 demonstrations by the scripted
+# operator's expert (no updates), on the nominal twin and on unit b, then the cells with --prior-data.
+demos() {  # demos RUN OUT [finetune options...]: OUT/buffer.zarr, 25 expert-driven episodes from seed 1,000,000
+  local run=$1 out=$2; shift 2
+  finished "$out/policy.pt" || logged "$out.log" vlmrl finetune --from "$run" --operator scripted \
+    --scripted-operator.demonstrate --scripted-operator.takeover-steps 150 --scripted-operator.budget-steps 150 \
+    --scripted-operator.no-give-up --learning-starts 1000000000 --episodes 25 --seed 1000000 --torch-threads 1 \
+    --env.control-hz 1000 --twin-control-hz 20 --out-dir "$out" "$@"
+}
+demos "$OUT/lift-s0" "$OUT/demos-lift"
+D="$OUT/demos-lift/buffer.zarr"
+nominal_twin "$OUT/lift-s0" "$N" P1-prior --prior-data "$D"
+nominal_twin "$OUT/lift-s0" "$N" P2-prior-frozen-abs --prior-data "$D" --freeze-encoder --buffer.absorbing-terminal
+nominal_twin "$OUT/lift-s0" "$N" P3-prior-frozen-abs-actorlr3e-5 --prior-data "$D" --freeze-encoder \
+  --buffer.absorbing-terminal --actor-lr 3e-5
+nominal_twin "$OUT/lift-s0" "$N" P4-prior-frozen-abs-bc4 --prior-data "$D" --freeze-encoder --buffer.absorbing-terminal \
+  --bc-weight 4
+nominal_twin "$OUT/lift-s0" "$N" P5-prior-frozen-abs-bc4-actorlr3e-5 --prior-data "$D" --freeze-encoder \
+  --buffer.absorbing-terminal --bc-weight 4 --actor-lr 3e-5
+demos "$OUT/lift-s0" "$OUT/demos-lift-unit-b" --robot.unit b
+DB="$OUT/demos-lift-unit-b/buffer.zarr"
+B="$OUT/unit-b"
+export UNIT=b MINUTES="5 10 20"
+nominal_twin "$OUT/lift-s0" "$B" U0-defaults
+nominal_twin "$OUT/lift-s0" "$B" U5-prior-frozen-abs-bc4-actorlr3e-5 --prior-data "$DB" --freeze-encoder \
+  --buffer.absorbing-terminal --bc-weight 4 --actor-lr 3e-5
+nominal_twin "$OUT/lift-s0" "$B" U6-prior-frozen-abs-cloneint-bc4-actorlr3e-5 --prior-data "$DB" --freeze-encoder \
+  --buffer.absorbing-terminal --buffer.clone-info-key intervention --bc-weight 4 --actor-lr 3e-5
+nominal_twin "$OUT/lift-s0" "$B" S1-scratch-prior-abs --fresh-agent --prior-data "$DB" --buffer.absorbing-terminal
+unset UNIT MINUTES
+python_script results/finetune/collect_nominal.py "$N" "$B" --json "$OUT/nominal_twin.json"
 # The full design (5 seeds, lift and reach, 60 robot minutes, evaluations of 20 episodes every 10):
 #   python benchmarks/finetune_experiment.py --tasks lift reach --seeds 0 1 2 3 4 --robot-minutes 60 \
 #       --eval-every 10 --eval-episodes 20 --runs-dir OUT/runs-full --json OUT/finetune-full.json
