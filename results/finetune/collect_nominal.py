@@ -22,10 +22,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "benchmarks"))
 
-from offline_experiment import fisher_p  # noqa: E402
+from offline_experiment import fisher_p, welch_p  # noqa: E402
 
-MINUTES = (5, 10, 20)
-"""Robot minutes after which a deploy may exist (``eval-<minutes>/``); 20: a run resumed past the study's 10."""
+MINUTES = (5, 10, 20, 30)
+"""Robot minutes after which a deploy may exist (``eval-<minutes>/``): the study ran 5 and 10, later ones 20 and 30."""
 
 
 def deployed(folder: Path) -> dict[str, Any] | None:
@@ -102,14 +102,49 @@ def collect(out: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def seed_groups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Conditions run with several fine-tuning seeds (``U6-...`` with ``U6-seed1``, ``U6-seed2``: the name up to
+    its first ``-``), per unit: successes per seed at each point, their mean; and, for each pair of such groups
+    on one unit, Welch's p over the seeds and Fisher's over the pooled episodes at each point."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row.get("unit", "nominal"), row["condition"].split("-")[0]), []).append(row)
+    out = []
+    multi = {key: members for key, members in groups.items() if len(members) > 1}
+    for (unit, name), members in multi.items():
+        group: dict[str, Any] = {"unit": unit, "condition": name, "runs": [m["condition"] for m in members]}
+        for m in MINUTES:
+            points = [r[f"after_{m}min"] for r in members if r.get(f"after_{m}min")]
+            if len(points) == len(members):
+                rates = [p["successes"] / p["episodes"] for p in points]
+                group[f"after_{m}min"] = {"per_seed": rates, "mean": round(statistics.mean(rates), 3)}
+        out.append(group)
+    for a, b in (
+        (a, b) for a in out for b in out if a["unit"] == b["unit"] and a["condition"] < b["condition"]
+    ):
+        for m in MINUTES:
+            ra, rb = a.get(f"after_{m}min"), b.get(f"after_{m}min")
+            if ra and rb:
+                pool = [
+                    (sum(r[f"after_{m}min"]["successes"] for r in groups[(g["unit"], g["condition"])]),
+                     sum(r[f"after_{m}min"]["episodes"] for r in groups[(g["unit"], g["condition"])]))
+                    for g in (a, b)
+                ]  # fmt: skip
+                a.setdefault("vs", {}).setdefault(b["condition"], {})[f"after_{m}min"] = {
+                    "welch_p": float(f"{welch_p(ra['per_seed'], rb['per_seed']):.2g}"),
+                    "fisher_p_pooled": float(f"{fisher_p(pool[0], pool[1]):.2g}"),
+                }
+    return out
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
     def frac(d: dict[str, Any] | None) -> str:
         return f"{d['successes']}/{d['episodes']}" if d else "-"
 
     lines = [
-        "| unit | condition | options | before | 5 robot min | 10 robot min | 20 robot min | p (10 min vs before) "
-        "| p (20 min vs before) | commit |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| unit | condition | options | before | 5 robot min | 10 robot min | 20 robot min | 30 robot min "
+        "| p (10 min vs before) | p (20 min vs before) | commit |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         after = " | ".join(frac(r.get(f"after_{m}min")) for m in MINUTES)
@@ -133,9 +168,12 @@ def main() -> int:
     args = parser.parse_args()
     kept = json.loads(args.keep.read_text())["rows"] if args.keep else []
     rows = [*kept, *(row for out in args.out for row in collect(out))]
+    groups = seed_groups(rows)
     print(markdown(rows))
+    for group in groups:
+        print(json.dumps(group))
     if args.json:
-        args.json.write_text(json.dumps({"rows": rows}, indent=2) + "\n")
+        args.json.write_text(json.dumps({"rows": rows, "seed_groups": groups}, indent=2) + "\n")
     return 0
 
 
