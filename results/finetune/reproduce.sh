@@ -86,13 +86,26 @@ nominal_twin "$OUT/lift-s0" "$N" P5-prior-frozen-abs-bc4-actorlr3e-5 --prior-dat
 demos "$OUT/lift-s0" "$OUT/demos-lift-unit-b" --robot.unit b
 DB="$OUT/demos-lift-unit-b/buffer.zarr"
 B="$OUT/unit-b"
+U6=(--prior-data "$DB" --freeze-encoder --buffer.absorbing-terminal --buffer.clone-info-key intervention --bc-weight 4
+    --actor-lr 3e-5)
+S2=(--fresh-agent --prior-data "$DB" --buffer.absorbing-terminal --buffer.clone-info-key intervention --bc-weight 4)
 export UNIT=b MINUTES="5 10 20"
 nominal_twin "$OUT/lift-s0" "$B" U0-defaults
 nominal_twin "$OUT/lift-s0" "$B" U5-prior-frozen-abs-bc4-actorlr3e-5 --prior-data "$DB" --freeze-encoder \
   --buffer.absorbing-terminal --bc-weight 4 --actor-lr 3e-5
-nominal_twin "$OUT/lift-s0" "$B" U6-prior-frozen-abs-cloneint-bc4-actorlr3e-5 --prior-data "$DB" --freeze-encoder \
-  --buffer.absorbing-terminal --buffer.clone-info-key intervention --bc-weight 4 --actor-lr 3e-5
+nominal_twin "$OUT/lift-s0" "$B" U11-prior-frozen-abs-cloneint-bc20-actorlr3e-5 --prior-data "$DB" --freeze-encoder \
+  --buffer.absorbing-terminal --buffer.clone-info-key intervention --bc-weight 20 --actor-lr 3e-5
 nominal_twin "$OUT/lift-s0" "$B" S1-scratch-prior-abs --fresh-agent --prior-data "$DB" --buffer.absorbing-terminal
+export MINUTES="5 10 20 30"  # three fine-tuning seeds of the cloned-takeover setting and of scratch with it
+nominal_twin "$OUT/lift-s0" "$B" U6-prior-frozen-abs-cloneint-bc4-actorlr3e-5 "${U6[@]}"
+nominal_twin "$OUT/lift-s0" "$B" S2-scratch-prior-abs-cloneint-bc4 "${S2[@]}"
+for seed in 1 2; do
+  nominal_twin "$OUT/lift-s0" "$B" "U6-seed$seed" "${U6[@]}" --seed "$seed"
+  nominal_twin "$OUT/lift-s0" "$B" "S2-seed$seed" "${S2[@]}" --seed "$seed"
+done
+UNIT="" MINUTES="5 10 20" nominal_twin "$OUT/lift-s0" "$N" N6-prior-frozen-abs-cloneint-bc4-actorlr3e-5 \
+  --prior-data "$D" --freeze-encoder --buffer.absorbing-terminal --buffer.clone-info-key intervention --bc-weight 4 \
+  --actor-lr 3e-5
 unset UNIT MINUTES
 python_script results/finetune/collect_nominal.py "$N" "$B" --json "$OUT/nominal_twin.json"
 # The full design (5 seeds, lift and reach, 60 robot minutes, evaluations of 20 episodes every 10):
