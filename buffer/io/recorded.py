@@ -9,7 +9,7 @@ a training buffer (prior data).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -50,9 +50,28 @@ def open_recorded(
     return ReplayBuffer(cfg, storage, make_sampler(cfg.sampler, storage.capacity))
 
 
-def copy_episodes(source: ReplayBuffer, target: ReplayBuffer, episodes: Sequence[int]) -> int:
+ActionMap = Callable[[np.ndarray, Callable[[str], np.ndarray]], np.ndarray]
+"""An episode's actions (steps x action size) -> the actions to store, given a reader of the episode's
+observation rows by key (``vlmrl.loop.prior_data.absolute_to_delta``)."""
+ObsMap = Callable[[Callable[[str], np.ndarray]], np.ndarray]
+"""An observation array the target stores, made from a reader of the source episode's rows by key."""
+
+
+def copy_episodes(
+    source: ReplayBuffer,
+    target: ReplayBuffer,
+    episodes: Sequence[int],
+    actions: ActionMap | None = None,
+    missing_info: Sequence[str] = (),
+    rebuilt: dict[str, ObsMap] | None = None,
+) -> int:
     """Append live episodes of `source` to `target`, which stores the same observations, action size and
     info keys (scores are not copied: the target's scorer judges them again). Returns episodes copied.
+
+    Args:
+        actions: maps each episode's actions before they are stored (None: as they are).
+        missing_info: info keys of `target` that `source` lacks, stored as zeros.
+        rebuilt: observation keys of `target` made from `source`'s other arrays instead of copied.
 
     Raises:
         BufferError: an episode's data is damaged (nothing of it is added), or the layouts differ.
@@ -61,12 +80,22 @@ def copy_episodes(source: ReplayBuffer, target: ReplayBuffer, episodes: Sequence
     for e in episodes:
         start, end = source.episode_rows(e)
         rows = np.arange(start, end)
-        obs = {k: read(k, rows) for k in target.obs_keys}
+
+        def rows_of(key: str, rows: np.ndarray = rows) -> np.ndarray:
+            return read(key, rows)
+
+        obs = {k: rebuilt[k](rows_of) if rebuilt and k in rebuilt else rows_of(k) for k in target.obs_keys}
         steps = rows[:-1]
-        info = {k: read(f"info/{k}", rows) for k in target.info_keys}
+        info = {
+            k: np.zeros(len(rows), np.float32) if k in missing_info else read(f"info/{k}", rows)
+            for k in target.info_keys
+        }
+        action = read("action", steps)
+        if actions is not None:
+            action = actions(action, rows_of)
         target.add_episode(
             obs,
-            read("action", steps),
+            action,
             read("reward", steps),
             read("terminated", steps),
             read("truncated", steps),
@@ -75,7 +104,15 @@ def copy_episodes(source: ReplayBuffer, target: ReplayBuffer, episodes: Sequence
     return len(episodes)
 
 
-def load_prior_episodes(path: str, target: ReplayBuffer, *, skip_corrupt: bool) -> tuple[int, dict[int, str]]:
+def load_prior_episodes(
+    path: str,
+    target: ReplayBuffer,
+    *,
+    skip_corrupt: bool,
+    actions: ActionMap | None = None,
+    fill_info: bool = False,
+    rebuilt: dict[str, ObsMap] | None = None,
+) -> tuple[int, dict[int, str]]:
     """Prior data for training (`train --prior-data`): copy the intact episodes of the recorded zarr store
     at `path` into `target` (whose arrays it must hold), every row read and checked first.
 
@@ -85,30 +122,40 @@ def load_prior_episodes(path: str, target: ReplayBuffer, *, skip_corrupt: bool) 
 
     Raises:
         BufferError: no store at `path`, one without an array `target` holds (it may hold more: only
-            `target`'s are copied), or (without `skip_corrupt`) a damaged episode, named in one line.
+            `target`'s are copied; with `fill_info` a missing info key is stored as zeros), or (without
+            `skip_corrupt`) a damaged episode, named in one line.
     """
     if "://" not in path and not (Path(path) / "zarr.json").is_file():
         raise BufferError(f"{path}: no zarr store here (no zarr.json)")
-    specs = target.storage.specs if "://" in path else recorded_specs(path, target)
+    specs = (
+        target.storage.specs
+        if "://" in path
+        else recorded_specs(path, target, fill_info, tuple(rebuilt or ()))
+    )
+    missing = [k for k in target.info_keys if f"info/{k}" not in specs]
     storage = ZarrStorage.open_or_create(path, specs, capacity=2, on_damage="record")
     try:
         source = ReplayBuffer(target.cfg, storage, make_sampler(UniformSamplerConfig(), storage.capacity))
         episodes, skipped = intact_episodes(storage, skip_corrupt=skip_corrupt)
-        return copy_episodes(source, target, episodes), skipped
+        return copy_episodes(source, target, episodes, actions, missing, rebuilt), skipped
     finally:
         storage.close()
 
 
-def recorded_specs(path: str, target: ReplayBuffer) -> dict[str, ArraySpec]:
-    """The array specs of the store at ``path``, which must hold every array ``target`` stores; a
-    recording may hold more (joint keys beside the state, say), and only ``target``'s are copied.
+def recorded_specs(
+    path: str, target: ReplayBuffer, fill_info: bool = False, rebuilt: Sequence[str] = ()
+) -> dict[str, ArraySpec]:
+    """The array specs of the store at ``path``, which must hold every array ``target`` stores (with
+    ``fill_info``: every observation array); a recording may hold more (joint keys beside the state, say),
+    and only ``target``'s are copied.
 
     Raises:
         BufferError: the store lacks one of ``target``'s observation or info arrays (named).
     """
     meta = read_store_metadata(path)
-    missing = [k for k in target.obs_keys if k not in meta.obs_spec]
-    missing += [f"info/{k}" for k in target.info_keys if k not in meta.info_keys]
+    missing = [k for k in target.obs_keys if k not in meta.obs_spec and k not in rebuilt]
+    if not fill_info:
+        missing += [f"info/{k}" for k in target.info_keys if k not in meta.info_keys]
     if missing:
         raise BufferError(f"{path}: the store has no {missing[0]!r}, which the buffer it goes into stores")
     return build_specs(meta.obs_spec, meta.action_dim, meta.info_keys)

@@ -623,7 +623,9 @@ def test_a_fresh_agent_has_the_sim_runs_networks_and_not_its_weights(tmp_path, c
     assert "a fresh agent with the networks of" in capsys.readouterr().out
 
 
-def test_prior_data_from_demonstrations_on_the_arm_is_half_of_each_batch_and_cloned(tmp_path, monkeypatch, capsys):
+def test_prior_data_from_demonstrations_on_the_arm_is_half_of_each_batch_and_cloned(
+    tmp_path, monkeypatch, capsys
+):
     """The scripted operator demonstrates (the expert drives whole episodes); a second run takes that buffer
     as ``--prior-data``: its episodes come first in the new buffer, marked as the prior part of every batch
     (cloned at the sim run's bc_weight), they cost no robot minutes, and a resume does not add them again."""
@@ -681,3 +683,50 @@ def test_actor_lr_and_bc_weight_are_the_runs_own_after_the_sim_runs_optimiser_is
     assert groups[0]["lr"] == pytest.approx(1e-5) and groups[1]["lr"] == pytest.approx(3e-4)
     with pytest.raises(ConfigError, match="actor learning rate -1: expected a positive number"):
         finetune.main(config(tmp_path, run, actor_lr=-1.0, out_dir=tmp_path / "ft2"))
+
+
+def test_a_recording_of_joint_targets_is_prior_data_for_a_joint_delta_policy(tmp_path):
+    """`vlmrl record` stores the joint targets sent; a joint-delta policy's --prior-data stores each step's
+    change of target over the policy's scale (from the measured joints at the first step), clipped to
+    [-1, 1], the recording's missing takeover flags as zeros, and the arm's state where the twin's
+    recording stored the sim's."""
+    from tests.vlmrl.pipeline_helpers import record_config
+    from vlmrl.pipelines import record
+
+    assert record.main(record_config(tmp_path, task="reach", env=dataclasses.replace(
+        record_config(tmp_path).env, max_episode_steps=6))) == 0  # fmt: skip
+    rec = stored_recording(tmp_path / "rec" / "episodes.zarr")
+    train_tiny_reach(tmp_path, SACConfig(hidden_dims=(16, 16)), 8, action_mode="delta")
+    ft = config(tmp_path, tmp_path / "sim", task="reach", episodes=1, batch_size=4, wait_for_scores_s=0.0)
+    assert finetune.main(dataclasses.replace(ft, prior_data=tmp_path / "rec" / "episodes.zarr")) == 0
+    buf = stored_buffer(tmp_path / "ft")
+    steps = len(rec["action"])
+    stored = buf.storage.read("action", np.arange(steps))
+    flags = buf.storage.read("info/intervention", np.arange(steps + 1))
+    state = buf.storage.read("state", np.arange(steps + 1))  # the arm's joint vector, not the sim's state
+    buf.close()
+    assert state == pytest.approx(rec["joints"], abs=1e-5)
+    scale = np.array([8.0] * 5 + [25.0])  # the tiny run's max_delta_deg, max_delta_gripper
+    previous = np.vstack([rec["joints"][:1], rec["action"][:-1]])
+    expected = np.clip((rec["action"] - previous) / scale, -1.0, 1.0)
+    assert stored == pytest.approx(expected, abs=1e-5)
+    assert np.abs(stored).max() > 0.05 and flags == pytest.approx(np.zeros(steps + 1))
+
+
+def stored_recording(path):
+    """The first episode of a `vlmrl record` store: its actions (joint targets) and measured joints."""
+    from buffer.io import open_recorded
+    from buffer.metadata import read_store_metadata
+
+    meta = read_store_metadata(path)
+    buf = open_recorded(
+        BufferConfig(storage="zarr", capacity_steps=meta.capacity), meta.obs_spec, meta.action_dim,
+        meta.info_keys, str(path),
+    )  # fmt: skip
+    try:
+        start, end = buf.episode_rows(0)
+        keys = meta.record["action_keys"]
+        joints = np.stack([buf.storage.read(k, np.arange(start, end)).reshape(-1) for k in keys], axis=1)
+        return {"action": buf.storage.read("action", np.arange(start, end - 1)), "joints": joints}
+    finally:
+        buf.close()

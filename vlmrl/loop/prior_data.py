@@ -7,23 +7,39 @@ the run directory is kept, ``add_prior_data`` once per run (a resumed run's chec
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from buffer.io.recorded import load_prior_episodes
+from buffer.io.recorded import ActionMap, ObsMap, load_prior_episodes
 from buffer.metadata import read_store_metadata
 from buffer.samplers.prior_mix import PriorMixSampler
+from robot.contract import STATE_KEY
 from vlmrl.errors import ConfigError
 from vlmrl.loop.learner import LoopState
 
 
-def check_prior_data(path: Path, obs_spec: dict[str, Any], action_dim: int, action_mode: str = "") -> None:
+def stored_action_mode(record: dict[str, Any]) -> str | None:
+    """The kind of actions a store holds: its record's ``action_mode``; ``absolute`` for a recording of an
+    arm without one (``vlmrl record``: the joint targets sent); None for a training buffer."""
+    return record.get("action_mode") or ("absolute" if "action_keys" in record else None)
+
+
+def check_prior_data(
+    path: Path,
+    obs_spec: dict[str, Any],
+    action_dim: int,
+    action_mode: str = "",
+    converts_absolute: bool = False,
+    rebuilt: Sequence[str] = (),
+) -> None:
     """ConfigError in one line unless the store at ``path`` holds the arrays this run stores, by key name,
     and actions of this run's kind: a recording says its ``action_mode`` (``vlmrl record``: absolute
     joint targets; a `vlmrl finetune` buffer: the policy's), and its actions would mean something else to a
-    run of another ``--sim.action-mode``."""
+    run of another ``--sim.action-mode``, unless the run ``converts_absolute`` targets to its joint deltas
+    (``absolute_to_delta``). Keys in ``rebuilt`` are made from the store's other arrays, not checked."""
     if not Path(path).exists():
         raise ConfigError(f"--prior-data {path}: no such store")
     meta = read_store_metadata(path)  # one-line BufferError for anything that is not a vlmrl store
@@ -31,7 +47,7 @@ def check_prior_data(path: Path, obs_spec: dict[str, Any], action_dim: int, acti
     def norm(spec: Any) -> tuple[tuple[int, ...], str] | None:
         return None if spec is None else (tuple(int(n) for n in spec[0]), np.dtype(spec[1]).name)
 
-    wrong = [k for k in obs_spec if norm(meta.obs_spec.get(k)) != norm(obs_spec[k])]
+    wrong = [k for k in obs_spec if k not in rebuilt and norm(meta.obs_spec.get(k)) != norm(obs_spec[k])]
     if wrong or meta.action_dim != action_dim:
         k = wrong[0] if wrong else "action"
         have = norm(meta.obs_spec.get(k)) if wrong else meta.action_dim
@@ -40,7 +56,9 @@ def check_prior_data(path: Path, obs_spec: dict[str, Any], action_dim: int, acti
             f"--prior-data {path}: {k!r} is {have} there, this run stores {want} (record it with the same "
             "cameras, image size and --policy-obs)"
         )
-    stored_mode = meta.record.get("action_mode") or ("absolute" if "action_keys" in meta.record else None)
+    stored_mode = stored_action_mode(meta.record)
+    if converts_absolute and stored_mode == "absolute" and action_mode == "delta":
+        return
     if action_mode and stored_mode is not None and stored_mode != action_mode:
         raise ConfigError(
             f"--prior-data {path}: its actions are {stored_mode} (vlmrl record stores the joint targets sent, "
@@ -49,18 +67,75 @@ def check_prior_data(path: Path, obs_spec: dict[str, Any], action_dim: int, acti
         )
 
 
-def add_prior_data(buffer: Any, state: LoopState, path: Path, *, skip_corrupt: bool) -> dict[int, str]:
+def absolute_to_delta(action_keys: Sequence[str], delta_scale: Sequence[float]) -> ActionMap:
+    """Recorded joint targets as a joint-delta policy's actions: each step's change from the previous
+    target (from the measured joints at the episode's first step, where ``LeRobotEnv.delta_targets`` starts),
+    over ``delta_scale``, clipped to [-1, 1] (a target that jumped further is stored as the largest step).
+    ``action_keys``: the recording's, each also one of its observation keys (the measured joint)."""
+    scale = np.asarray(delta_scale, np.float64)
+
+    def convert(actions: np.ndarray, read: Callable[[str], np.ndarray]) -> np.ndarray:
+        first = np.array([float(np.asarray(read(k))[0].reshape(-1)[0]) for k in action_keys])
+        previous = np.vstack([first[None, :], actions[:-1].astype(np.float64)])
+        return np.clip((actions - previous) / scale, -1.0, 1.0).astype(np.float32)
+
+    return convert
+
+
+def joint_vector(keys: Sequence[str]) -> ObsMap:
+    """An episode's ``state`` as an arm reports it: its joint keys' values side by side, in this order."""
+
+    def rows(read: Callable[[str], np.ndarray]) -> np.ndarray:
+        return np.stack([np.asarray(read(k)).reshape(-1) for k in keys], axis=1).astype(np.float32)
+
+    return rows
+
+
+def add_prior_data(
+    buffer: Any,
+    state: LoopState,
+    path: Path,
+    *,
+    skip_corrupt: bool,
+    delta_scale: Sequence[float] | None = None,
+    fill_info: bool = False,
+    joint_state: Sequence[str] | None = None,
+) -> dict[int, str]:
     """Copy the intact episodes of the store at ``path`` into ``buffer``, as its sampler's prior part when it
     is a prior mix; ``state`` records how many were added and that rows [0, ``demo_rows``) are prior.
+
+    Args:
+        delta_scale: a joint-delta run's scale: a recording of absolute targets is converted to its actions
+            (``absolute_to_delta``).
+        fill_info: info keys the store lacks are stored as zeros (a recording has no takeover flags).
+        joint_state: an arm's joint keys: ``state`` is the arm's joint vector in this order (``LeRobotEnv``),
+            made from them where the store's ``state`` is another (a twin recording's is the sim's state).
 
     Returns:
         skipped episode -> problem (only with ``skip_corrupt``; the caller names them).
     """
+    meta = read_store_metadata(path)
+    record = meta.record
+    rebuilt = None
+    if joint_state is not None and STATE_KEY in buffer.obs_keys:
+        stored = meta.obs_spec.get(STATE_KEY)
+        if stored is None or tuple(int(n) for n in stored[0]) != tuple(buffer.storage.specs[STATE_KEY].shape):
+            rebuilt = {STATE_KEY: joint_vector(joint_state)}
+    actions = None
+    if delta_scale is not None and stored_action_mode(record) == "absolute":
+        actions = absolute_to_delta(record["action_keys"], delta_scale)
     mix = buffer.sampler if isinstance(buffer.sampler, PriorMixSampler) else None
     if mix is not None:
         mix.mark_prior(True)
     try:
-        added, skipped = load_prior_episodes(str(path), buffer, skip_corrupt=skip_corrupt)
+        added, skipped = load_prior_episodes(
+            str(path),
+            buffer,
+            skip_corrupt=skip_corrupt,
+            actions=actions,
+            fill_info=fill_info,
+            rebuilt=rebuilt,
+        )
     finally:
         if mix is not None:
             mix.mark_prior(False)

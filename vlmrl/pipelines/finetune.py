@@ -60,6 +60,7 @@ from agents.export import export_policy
 from agents.sim_to_robot import estimate_dim_of
 from buffer.config import BufferConfig, PriorMixSamplerConfig
 from robot.config import LeRobotEnvConfig
+from robot.contract import STATE_KEY
 from robot.signals import interrupt_on_signals
 from sim.config import ScriptedOperatorConfig
 from vlm.config import WorkerConfig
@@ -136,8 +137,9 @@ class Config(RobotEnvConfig):
     """A store whose episodes go into the buffer before the first robot episode, as the prior part of each
     batch (RLPD, as the sim run's demonstrations were in `vlmrl train`), cloned at the sim run's
     ``agent.bc_weight``: demonstrations on this arm (``vlmrl record``, for a run of ``--sim.action-mode
-    absolute``) or an earlier fine-tuning run's ``buffer.zarr`` (its actions are the policy's kind). Its arrays
-    must match the robot's (joints, cameras, image size) and the info keys a fine-tuning buffer stores."""
+    absolute``; for a joint-delta policy its targets are turned into the deltas between them) or an earlier
+    fine-tuning run's ``buffer.zarr`` (its actions are the policy's kind). Its arrays must match the robot's
+    (joints, cameras, image size)."""
     prior_share: float = 0.5
     """With ``--prior-data``: share of each batch drawn from it (0: its episodes are replayed like the robot's)."""
     actor_lr: float | None = None
@@ -285,7 +287,10 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         camera = f"pixels/{side.cameras[0]}" if side.cameras else ""
         with new.removed_on_failure():
             if cfg.prior_data is not None and resumed is None:  # a resumed run's buffer holds it already
-                check_prior_data(cfg.prior_data, side.obs_spec, side.action_dim, train.sim.action_mode)
+                check_prior_data(
+                    cfg.prior_data, side.obs_spec, side.action_dim, train.sim.action_mode,
+                    converts_absolute=True, rebuilt=(STATE_KEY,),
+                )  # fmt: skip
             ready = open_scorer(cfg, train, scorer_cfg, side, camera)
             weight = aux_weight_of(cfg, train) if ready is not None else 0.0
             learner = build_learner(
@@ -313,7 +318,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
             )
         buffer, link, loop = learner.buffer, learner.link, learner.state
         if cfg.prior_data is not None and resumed is None:
-            add_prior(cfg, buffer, loop, link)
+            add_prior(cfg, buffer, loop, link, delta_scale_of(train.sim), side.action_keys)
         write_config(cfg, cfg.out_dir)
         episodes = source_for(buffer)
         stop_at = loop.episode + cfg.episodes
@@ -346,9 +351,16 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     return last
 
 
-def add_prior(cfg: Config, buffer: Any, loop: Any, link: Any) -> None:
-    """``--prior-data``'s episodes into the fine-tuning buffer, before the first robot episode."""
-    add_prior_data(buffer, loop, cfg.prior_data, skip_corrupt=False)
+def add_prior(
+    cfg: Config, buffer: Any, loop: Any, link: Any, delta_scale: list[float] | None, joints: Any
+) -> None:
+    """``--prior-data``'s episodes into the fine-tuning buffer, before the first robot episode: a recording's
+    joint targets as a joint-delta policy's actions, its missing takeover flags as zeros, and the arm's
+    ``state`` (its ``joints`` side by side) where a twin recording stored the sim's."""
+    add_prior_data(
+        buffer, loop, cfg.prior_data, skip_corrupt=False, delta_scale=delta_scale, fill_info=True,
+        joint_state=tuple(joints),
+    )  # fmt: skip
     if link is not None:
         link.submit_new_clips()
     share = f"{cfg.prior_share:.0%} of each batch" if cfg.prior_share > 0 else "replayed with the robot's"
