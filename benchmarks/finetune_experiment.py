@@ -12,7 +12,11 @@ policy it has so far on the unit (``--eval-episodes`` episodes, the same held-ou
   ``--scripted-operator.no-give-up``: an episode runs out rather than ending with the failure key at the
   first stall, so the policy has whole episodes to learn from);
 - ``scratch``: the same operator, takeovers included (the robot's demonstrations), and the same robot
-  minutes, from a freshly initialised agent of the same networks (``vlmrl finetune --fresh-agent``).
+  minutes, from a freshly initialised agent of the same networks (``vlmrl finetune --fresh-agent``);
+- ``cloned``: ``--demos`` demonstrations on the unit by the operator's expert (recorded once per policy,
+  their robot minutes reported) as ``--prior-data``, the takeovers cloned beside them, a slower actor and the
+  sim run's encoder kept (``CONDITIONS``: the setting that raised a policy on unit b, results/finetune);
+- ``scratch_cloned``: the same data and cloning from a fresh agent (its encoder learning, its own actor rate).
 
 Every run is a real `vlmrl` process; at most ``--jobs`` (default 2) run at once, one torch thread each. A
 rerun collects what is finished and resumes the rest (finetune from its checkpoint, evaluations that are
@@ -46,12 +50,20 @@ from deployable_tasks import finished as training_finished
 from deployable_tasks import train_argv
 from replay_experiment import provenance
 
+CLONED = ("--buffer.clone-info-key", "intervention", "--bc-weight", "4", "--buffer.absorbing-terminal")
+"""The takeovers cloned beside the demonstrations (results/finetune, "Demonstrations and cloned takeovers")."""
 CONDITIONS: dict[str, tuple[str, ...]] = {
     "interventions": (),
     "keys_only": ("--scripted-operator.budget-steps", "0", "--scripted-operator.no-give-up"),
     "scratch": ("--fresh-agent",),
+    "cloned": (*CLONED, "--actor-lr", "3e-5", "--freeze-encoder"),
+    "scratch_cloned": ("--fresh-agent", *CLONED),
 }
 """Each condition's options to `vlmrl finetune`, beside the common ones (``finetune_argv``)."""
+WITH_DEMOS = ("cloned", "scratch_cloned")
+"""Conditions whose prior data are the demonstrations recorded on the unit first (``record_demos``)."""
+DEMO_SEED = 1_000_000
+"""Start state of the first demonstration (policy seed s: from ``DEMO_SEED + 100,000 x s``)."""
 EVAL_SEED = 2_000_000
 """Start state of the first evaluation episode: the held-out grid's (``vlmrl.evaluation.perturbation_grid``), so the
 before figure is `vlmrl evaluate --robot.unit`'s; fine-tuning episodes start from seeds far below it."""
@@ -72,6 +84,8 @@ class Plan:
     """Extra `vlmrl finetune` options of every condition (``--finetune-arg``)."""
     collect_only: bool = False
     """Run nothing: summarise the evaluations that exist (``--collect-only``)."""
+    demos: int = 25
+    """Demonstrations on the unit for the conditions in ``WITH_DEMOS`` (``--demos``)."""
 
     def stages(self) -> list[float]:
         """The robot minutes at which the fine-tuned policy is evaluated."""
@@ -157,6 +171,26 @@ def finetune_argv(
             "--robot-minutes", f"{minutes:g}", "--seed", str(100_000 * seed), "--torch-threads", "1", *FAST, *extra]  # fmt: skip
 
 
+def record_demos(run: Path, unit: str, seed: int, plan: Plan, out_dir: Path) -> dict[str, object]:
+    """``plan.demos`` episodes on the unit driven by the scripted operator's expert from their first step, no
+    updates (`vlmrl finetune --scripted-operator.demonstrate`): the prior data of ``WITH_DEMOS``, recorded once
+    per policy and unit. Returns the store and what the demonstrations cost (robot minutes, successes)."""
+    if not (out_dir / "policy.pt").is_file() and not plan.collect_only:
+        vlmrl(["finetune", "--from", str(run), "--out-dir", str(out_dir), "--robot.unit", unit,
+               "--operator", "scripted", "--scripted-operator.demonstrate", "--scripted-operator.takeover-steps",
+               "150", "--scripted-operator.budget-steps", "150", "--scripted-operator.no-give-up",
+               "--learning-starts", "1000000000", "--episodes", str(plan.demos),
+               "--seed", str(DEMO_SEED + 100_000 * seed), "--torch-threads", "1", *FAST],
+              out_dir.with_suffix(".log"))  # fmt: skip
+    episodes = read_episodes(out_dir)
+    return {
+        "store": str(out_dir / "buffer.zarr"),
+        "episodes": len(episodes),
+        "successes": sum(bool(e["success"]) for e in episodes),
+        "robot_minutes": float(episodes[-1]["robot_minutes"]) if episodes else None,  # type: ignore[arg-type]
+    }
+
+
 def read_episodes(ft_dir: Path) -> list[dict[str, object]]:
     """The fine-tuning episodes so far (``metrics.jsonl``)."""
     path = ft_dir / "metrics.jsonl"
@@ -166,17 +200,29 @@ def read_episodes(ft_dir: Path) -> list[dict[str, object]]:
 
 
 def run_condition(
-    run: Path, unit: str, condition: str, seed: int, plan: Plan, out_dir: Path
+    run: Path,
+    unit: str,
+    condition: str,
+    seed: int,
+    plan: Plan,
+    out_dir: Path,
+    demos: dict[str, object] | None = None,
 ) -> dict[str, object]:
-    """One condition and seed: fine-tune stage by stage, deploying the policy on the unit after each."""
+    """One condition and seed: fine-tune stage by stage, deploying the policy on the unit after each; the
+    conditions in ``WITH_DEMOS`` take ``demos`` (``record_demos``) as their prior data."""
     ft_dir, log = out_dir / "finetune", out_dir / "log.txt"
+    extra = plan.finetune_args
+    if condition in WITH_DEMOS:
+        if demos is None:
+            raise ValueError(f"condition {condition} needs the demonstrations on the unit (record_demos)")
+        extra = ("--prior-data", str(demos["store"]), *extra)
     curve: dict[str, object] = {}
     for minutes in plan.stages():
         if plan.collect_only and not (out_dir / f"eval-{minutes:g}min" / "metrics.json").is_file():
             break
         spent = read_episodes(ft_dir)
         if not spent or float(spent[-1]["robot_minutes"]) < minutes:  # type: ignore[arg-type]
-            vlmrl(finetune_argv(run, unit, condition, seed, minutes, ft_dir, plan.finetune_args), log)
+            vlmrl(finetune_argv(run, unit, condition, seed, minutes, ft_dir, extra), log)
         snapshot = out_dir / f"policy-{minutes:g}min.pt"
         if not snapshot.is_file():
             snapshot.write_bytes((ft_dir / "policy.pt").read_bytes())
@@ -190,6 +236,7 @@ def run_condition(
         "seed": seed,
         "curve": curve,
         "episodes": over_time(read_episodes(ft_dir), plan),
+        **({"demonstrations": demos} if condition in WITH_DEMOS else {}),
     }
 
 
@@ -362,9 +409,19 @@ def run_task(
         "units_auto": units,
     }
 
+    demos: dict[int, dict[str, object]] = {}
+    if any(c in WITH_DEMOS for c in args.conditions):  # before the conditions, once per seed's policy
+        with ThreadPoolExecutor(args.jobs) as pool:
+            got = pool.map(
+                lambda s: record_demos(runs[s], str(unit), s, plan, task_dir / f"demos-s{s}"), args.seeds
+            )
+            demos = dict(zip(args.seeds, got))
+
     def one(job: tuple[str, int]) -> dict[str, object]:
         condition, seed = job
-        row = run_condition(runs[seed], str(unit), condition, seed, plan, task_dir / f"{condition}-s{seed}")
+        row = run_condition(
+            runs[seed], str(unit), condition, seed, plan, task_dir / f"{condition}-s{seed}", demos.get(seed)
+        )
         return {**row, "policy_run": str(runs[seed]), **origin}
 
     with ThreadPoolExecutor(args.jobs) as pool:
@@ -396,6 +453,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--finetune-arg", dest="finetune_args", action="append", default=[],
                         help="an extra `vlmrl finetune` option for every condition (repeatable), e.g. "
                         "--finetune-arg=--scripted-operator.stall-steps=10")  # fmt: skip
+    parser.add_argument("--demos", type=int, default=25,
+                        help="demonstrations on the unit for the cloned and scratch_cloned conditions")  # fmt: skip
     parser.add_argument("--collect-only", action="store_true",
                         help="run nothing: summarise the evaluations that exist (a run in progress)")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write the figures here")
@@ -416,8 +475,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.eval_every > 0 or round(args.robot_minutes / args.eval_every) < 1:
         parser.error("--eval-every must be positive and at most --robot-minutes")
     plan = Plan(
-        args.robot_minutes, args.eval_every, args.eval_episodes, tuple(args.finetune_args), args.collect_only
-    )
+        args.robot_minutes, args.eval_every, args.eval_episodes, tuple(args.finetune_args), args.collect_only,
+        args.demos,
+    )  # fmt: skip
     origin = provenance()
     report: dict[str, object] = {
         "plan": {

@@ -95,7 +95,7 @@ def test_the_smallest_experiment_runs_every_condition_through_finetune_and_write
         "--robot-minutes", "0.01", "--eval-every", "0.01", "--eval-episodes", "2", "--jobs", "3",
         "--runs-dir", str(tmp_path / "exp"), "--json", str(out),
         "--finetune-arg=--scripted-operator.stall-steps=2", "--finetune-arg=--scripted-operator.stall-m=0.5",
-        "--finetune-arg=--batch-size=4",
+        "--finetune-arg=--batch-size=4", "--demos", "2",
     ]  # fmt: skip
     assert finetune_experiment.main(argv) == 0
     report = json.loads(out.read_text())
@@ -110,26 +110,29 @@ def test_the_smallest_experiment_runs_every_condition_through_finetune_and_write
         report["reach_after_30min"] is None and "0.01 robot minutes" in report["reasons"]["reach_after_30min"]
     )
     reach = report["reach"]
-    assert set(reach["curves"]) == {"interventions", "keys_only", "scratch"}
+    assert set(reach["curves"]) == {"interventions", "keys_only", "scratch", "cloned", "scratch_cloned"}
     for curve in reach["curves"].values():
         assert set(curve["success"]) == {"0.01"} and curve["success"]["0.01"]["seeds"] == 1
-    assert set(reach["p_values"]) == {
-        "interventions_vs_keys_only",
-        "interventions_vs_scratch",
-        "keys_only_vs_scratch",
-    }
+    assert len(reach["p_values"]) == 10 and "cloned_vs_scratch_cloned" in reach["p_values"]
     runs = {r["condition"]: r for r in reach["runs"]}
     assert all(r["commit"] and r["cpu"] for r in runs.values())
     # Each condition's settings reached finetune: its config, and what its operator did.
+    demos = tmp_path / "exp" / "reach" / "demos-s0"
     for condition, (fresh, budget) in {
         "interventions": (False, 80),
         "keys_only": (False, 0),
         "scratch": (True, 80),
+        "cloned": (False, 80),
+        "scratch_cloned": (True, 80),
     }.items():
         config = json.loads(
             (tmp_path / "exp" / "reach" / f"{condition}-s0" / "finetune" / "config.json").read_text()
         )
         assert config["fresh_agent"] is fresh and config["scripted_operator"]["budget_steps"] == budget
+        cloned = condition in ("cloned", "scratch_cloned")
+        assert (config["prior_data"] == str(demos / "buffer.zarr")) if cloned else config["prior_data"] is None
+        assert (config["buffer"]["clone_info_key"] == "intervention") is cloned
+        assert config["freeze_encoder"] is (condition == "cloned")
         assert config["robot"]["unit"] == "b" and config["operator"] == "scripted"
         periods = runs[condition]["episodes"]
         assert (
@@ -138,3 +141,9 @@ def test_the_smallest_experiment_runs_every_condition_through_finetune_and_write
         takeovers = [p["interventions_per_episode"] for p in periods.values()]
         assert (max(takeovers) == 0) if condition == "keys_only" else (min(takeovers) > 0)
         assert runs[condition]["curve"]["0.01"]["robot_minutes_spent"] >= 0.01
+    # The demonstrations: the expert drove both episodes on the unit, once for both conditions that use them.
+    assert runs["cloned"]["demonstrations"] == runs["scratch_cloned"]["demonstrations"]
+    assert runs["cloned"]["demonstrations"]["episodes"] == 2
+    shown = [json.loads(line) for line in (demos / "metrics.jsonl").read_text().splitlines()]
+    assert all(e["interventions"] == e["steps"] for e in shown)
+    assert json.loads((demos / "config.json").read_text())["robot"]["unit"] == "b"
