@@ -647,7 +647,7 @@ def test_prior_data_from_demonstrations_on_the_arm_is_half_of_each_batch_and_clo
     monkeypatch.setattr(SAC, "update", recording_update)
     ft = scripted(tmp_path, run, prior_data=tmp_path / "demos" / "buffer.zarr", episodes=2)
     assert finetune.main(ft) == 0
-    assert f"2 episodes ({demo_steps + 2} steps) of prior data" in capsys.readouterr().out
+    assert f"2 episodes ({demo_steps} steps) of prior data" in capsys.readouterr().out
     lines = [json.loads(line) for line in (tmp_path / "ft" / "metrics.jsonl").read_text().splitlines()]
     own = sum(line["steps"] for line in lines)
     assert lines[-1]["robot_minutes"] == pytest.approx(own / 20.0 / 60.0)  # the prior data is not robot time

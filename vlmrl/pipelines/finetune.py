@@ -318,7 +318,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
             )
         buffer, link, loop = learner.buffer, learner.link, learner.state
         if cfg.prior_data is not None and resumed is None:
-            add_prior(cfg, buffer, loop, link, delta_scale_of(train.sim), side.action_keys)
+            add_prior(cfg, cfg.prior_data, buffer, loop, link, delta_scale_of(train.sim), side.action_keys)
         write_config(cfg, cfg.out_dir)
         episodes = source_for(buffer)
         stop_at = loop.episode + cfg.episodes
@@ -352,21 +352,22 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
 
 
 def add_prior(
-    cfg: Config, buffer: Any, loop: Any, link: Any, delta_scale: list[float] | None, joints: Any
+    cfg: Config, path: Path, buffer: Any, loop: Any, link: Any, delta_scale: list[float] | None, joints: Any
 ) -> None:
     """``--prior-data``'s episodes into the fine-tuning buffer, before the first robot episode: a recording's
     joint targets as a joint-delta policy's actions, its missing takeover flags as zeros, and the arm's
     ``state`` (its ``joints`` side by side) where a twin recording stored the sim's."""
     add_prior_data(
-        buffer, loop, cfg.prior_data, skip_corrupt=False, delta_scale=delta_scale, fill_info=True,
+        buffer, loop, path, skip_corrupt=False, delta_scale=delta_scale, fill_info=True,
         joint_state=tuple(joints),
     )  # fmt: skip
     if link is not None:
         link.submit_new_clips()
     share = f"{cfg.prior_share:.0%} of each batch" if cfg.prior_share > 0 else "replayed with the robot's"
     print(
-        f"finetune: {loop.prior_episodes_added} episodes ({loop.demo_rows} steps) of prior data from "
-        f"{cfg.prior_data} in the buffer ({share})"
+        f"finetune: {loop.prior_episodes_added} episodes "
+        f"({loop.demo_rows - loop.prior_episodes_added} steps) of prior data from "
+        f"{path} in the buffer ({share})"
     )
 
 
