@@ -66,14 +66,14 @@ nominal_twin "$OUT/lift-s0" "$N" F9-frozen-abs-cloneall-start2400 --freeze-encod
   --buffer.clone-all --learning-starts 2400
 # Prior data (2026-12-04, README "Prior data, a slower actor and a twin unit"): 25 demonstrations by the scripted
 # operator's expert (no updates), on the nominal twin and on unit b, then the cells with --prior-data.
-demos() {  # demos RUN OUT [finetune options...]: OUT/buffer.zarr, 25 expert-driven episodes from seed 1,000,000
-  local run=$1 out=$2; shift 2
+demos() {  # demos RUN OUT N [finetune options...]: OUT/buffer.zarr, N expert-driven episodes from seed 1,000,000
+  local run=$1 out=$2 n=$3; shift 3
   finished "$out/policy.pt" || logged "$out.log" vlmrl finetune --from "$run" --operator scripted \
     --scripted-operator.demonstrate --scripted-operator.takeover-steps 150 --scripted-operator.budget-steps 150 \
-    --scripted-operator.no-give-up --learning-starts 1000000000 --episodes 25 --seed 1000000 --torch-threads 1 \
+    --scripted-operator.no-give-up --learning-starts 1000000000 --episodes "$n" --seed 1000000 --torch-threads 1 \
     --env.control-hz 1000 --twin-control-hz 20 --out-dir "$out" "$@"
 }
-demos "$OUT/lift-s0" "$OUT/demos-lift"
+demos "$OUT/lift-s0" "$OUT/demos-lift" 25
 D="$OUT/demos-lift/buffer.zarr"
 nominal_twin "$OUT/lift-s0" "$N" P1-prior --prior-data "$D"
 nominal_twin "$OUT/lift-s0" "$N" P2-prior-frozen-abs --prior-data "$D" --freeze-encoder --buffer.absorbing-terminal
@@ -83,7 +83,7 @@ nominal_twin "$OUT/lift-s0" "$N" P4-prior-frozen-abs-bc4 --prior-data "$D" --fre
   --bc-weight 4
 nominal_twin "$OUT/lift-s0" "$N" P5-prior-frozen-abs-bc4-actorlr3e-5 --prior-data "$D" --freeze-encoder \
   --buffer.absorbing-terminal --bc-weight 4 --actor-lr 3e-5
-demos "$OUT/lift-s0" "$OUT/demos-lift-unit-b" --robot.unit b
+demos "$OUT/lift-s0" "$OUT/demos-lift-unit-b" 25 --robot.unit b
 DB="$OUT/demos-lift-unit-b/buffer.zarr"
 B="$OUT/unit-b"
 U6=(--prior-data "$DB" --freeze-encoder --buffer.absorbing-terminal --buffer.clone-info-key intervention --bc-weight 4
@@ -103,6 +103,10 @@ for seed in 1 2; do
   nominal_twin "$OUT/lift-s0" "$B" "U6-seed$seed" "${U6[@]}" --seed "$seed"
   nominal_twin "$OUT/lift-s0" "$B" "S2-seed$seed" "${S2[@]}" --seed "$seed"
 done
+demos "$OUT/lift-s0" "$OUT/demos100-lift-unit-b" 100 --robot.unit b  # U7: 100 demonstrations
+U7=("${U6[@]}"); U7[1]="$OUT/demos100-lift-unit-b/buffer.zarr"
+nominal_twin "$OUT/lift-s0" "$B" U7-demos100 "${U7[@]}"
+nominal_twin "$OUT/lift-s0" "$B" U7-seed1 "${U7[@]}" --seed 1
 UNIT="" MINUTES="5 10 20" nominal_twin "$OUT/lift-s0" "$N" N6-prior-frozen-abs-cloneint-bc4-actorlr3e-5 \
   --prior-data "$D" --freeze-encoder --buffer.absorbing-terminal --buffer.clone-info-key intervention --bc-weight 4 \
   --actor-lr 3e-5
