@@ -130,7 +130,9 @@ def test_the_smallest_experiment_runs_every_condition_through_finetune_and_write
         )
         assert config["fresh_agent"] is fresh and config["scripted_operator"]["budget_steps"] == budget
         cloned = condition in ("cloned", "scratch_cloned")
-        assert (config["prior_data"] == str(demos / "buffer.zarr")) if cloned else config["prior_data"] is None
+        assert (
+            (config["prior_data"] == str(demos / "buffer.zarr")) if cloned else config["prior_data"] is None
+        )
         assert (config["buffer"]["clone_info_key"] == "intervention") is cloned
         assert config["freeze_encoder"] is (condition == "cloned")
         assert config["robot"]["unit"] == "b" and config["operator"] == "scripted"

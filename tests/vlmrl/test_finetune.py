@@ -668,9 +668,9 @@ def test_prior_data_from_demonstrations_on_the_arm_is_half_of_each_batch_and_clo
 
 def test_prior_data_that_does_not_fit_the_arm_is_refused_in_one_line(tmp_path):
     run, _ = sim_run(tmp_path, task="reach")
-    with pytest.raises(ConfigError, match="--prior-data .*nowhere: no such store"):
+    with pytest.raises(ConfigError, match=r"--prior-data .*nowhere: no such store"):
         finetune.main(scripted(tmp_path, run, prior_data=tmp_path / "nowhere"))
-    with pytest.raises(ConfigError, match="--prior-share 1.5: expected a share in"):
+    with pytest.raises(ConfigError, match=r"--prior-share 1\.5: expected a share in"):
         finetune.main(scripted(tmp_path, run, prior_share=1.5))
     assert not (tmp_path / "ft").exists()
 
