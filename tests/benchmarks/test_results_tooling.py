@@ -211,3 +211,24 @@ def test_foreign_envs_compares_final_returns_per_task_and_writes_the_table():
     joined = " ".join(command)
     assert "--sim.suite metaworld --sim.task push-v3" in joined and "--agent.hidden-dims 256 256" in joined
     assert "--policy-obs state" in joined and "--batch-size 256" in joined
+
+
+def test_the_readme_table_of_the_deployable_recipe_is_generated_from_its_benchmark_json(tmp_path):
+    results = importlib.import_module("readme_results")
+    deployable = importlib.import_module("deployable_tasks")
+    assert "Not measured yet" in results.deployable_table(tmp_path)
+
+    def record(task, seed, final):
+        return {"task": task, "seed": seed, "steps": 30000, "final_success": final, "best_minus_last3": 0.1,
+                "fresh_final": final, "fresh_best_minus_final": 0.0, "fresh_episodes": 100,
+                "commit": "7eb1098abc", "cpu": "Intel(R) Xeon(R) Processor"}  # fmt: skip
+
+    runs = [record("reach", s, 1.0) for s in range(2)] + [
+        record("lift", s, f) for s, f in enumerate((0.6, 0.8))
+    ]
+    (tmp_path / "deployable_tasks.json").write_text(json.dumps(deployable.summarize(runs)))
+    table = results.deployable_table(tmp_path)
+    assert table.startswith(results.DEPLOYABLE_START) and table.endswith(results.DEPLOYABLE_END)
+    reach, lift = (line for line in table.splitlines() if line.startswith(("| reach", "| lift")))
+    assert "| **100% ± 0%** | 100%, 100% | 10 points | 100% (100 episodes) | 30,000 | 7eb1098 |" in reach
+    assert "| 70% ± 14% | 60%, 80% |" in lift  # below the bar: not bold
