@@ -73,6 +73,20 @@ def test_cell_settings_are_the_registered_ones() -> None:
     assert "--agent.bc-weight=0.4" not in cell_commands(CELLS["twin/lift/demos0/uniform"], 1, OUT)[-1]
 
 
+def test_metaworld_cells_without_a_scorer_render_no_frame_and_the_others_the_corner_camera() -> None:
+    """Amendment 1 (results/vlm-replay/README.md): uniform and PER store no frame; clips need the camera."""
+    for name, cell in CELLS.items():
+        if not name.startswith("metaworld/"):
+            continue
+        train = cell_commands(cell, 0, OUT)[-1]
+        cameras = train[train.index("--sim.cameras") + 1]
+        if name.rsplit("/", 1)[1] in ("uniform", "per"):
+            assert cameras.startswith("--"), name  # the option given no camera
+        else:
+            assert cameras == "corner", name
+    assert "amendment 1" in (ROOT / "results" / "vlm-replay" / "README.md").read_text().lower()
+
+
 def test_dry_run_prints_the_commands_and_runs_nothing(tmp_path, capsys) -> None:
     out = tmp_path / "grid"
     assert (
