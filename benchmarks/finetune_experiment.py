@@ -16,7 +16,9 @@ policy it has so far on the unit (``--eval-episodes`` episodes, the same held-ou
 - ``cloned``: ``--demos`` demonstrations on the unit by the operator's expert (recorded once per policy,
   their robot minutes reported) as ``--prior-data``, the takeovers cloned beside them, a slower actor and the
   sim run's encoder kept (``CONDITIONS``: the setting that raised a policy on unit b, results/finetune);
-- ``scratch_cloned``: the same data and cloning from a fresh agent (its encoder learning, its own actor rate).
+- ``scratch_cloned``: the same data and cloning from a fresh agent (its encoder learning, its own actor rate);
+- ``cloned_prior``: ``cloned`` with the takeovers also in the prior part of every batch beside the
+  demonstrations (``--buffer.prior-info-key intervention``: HIL-SERL's interventions in its demonstration buffer).
 
 Every run is a real `vlmrl` process; at most ``--jobs`` (default 2) run at once, one torch thread each. A
 rerun collects what is finished and resumes the rest (finetune from its checkpoint, evaluations that are
@@ -58,9 +60,10 @@ CONDITIONS: dict[str, tuple[str, ...]] = {
     "scratch": ("--fresh-agent",),
     "cloned": (*CLONED, "--actor-lr", "3e-5", "--freeze-encoder"),
     "scratch_cloned": ("--fresh-agent", *CLONED),
+    "cloned_prior": (*CLONED, "--actor-lr", "3e-5", "--freeze-encoder", "--buffer.prior-info-key", "intervention"),
 }
 """Each condition's options to `vlmrl finetune`, beside the common ones (``finetune_argv``)."""
-WITH_DEMOS = ("cloned", "scratch_cloned")
+WITH_DEMOS = ("cloned", "scratch_cloned", "cloned_prior")
 """Conditions whose prior data are the demonstrations recorded on the unit first (``record_demos``)."""
 DEMO_SEED = 1_000_000
 """Start state of the first demonstration (policy seed s: from ``DEMO_SEED + 100,000 x s``)."""

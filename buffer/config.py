@@ -143,6 +143,12 @@ class BufferConfig:
     too, beside an RLPD mix's prior rows (``Batch.prior``): ``intervention`` makes the actor clone the
     operator's takeovers, as HIL-SERL's does (`vlmrl finetune`). Acts only with an agent whose ``bc_weight``
     is > 0. Empty: prior rows only."""
+    prior_info_key: str = ""
+    """An info key (0/1, as ``clone_info_key``) whose steps join the prior part of an RLPD mix when stored
+    (``buffer.samplers.prior_mix``), so they are replayed at the prior share beside the demonstrations rather
+    than at their share of the robot's data: ``intervention`` puts the operator's takeovers with the
+    demonstrations, as HIL-SERL stores its interventions in its demonstration buffer. Needs a prior-mix
+    sampler (`vlmrl finetune --prior-data` with ``--prior-share`` > 0). Empty: steps join the online part."""
     clone_all: bool = False
     """Every sampled row is a behaviour-cloning row: the actor's loss adds ``bc_weight * mean|Q| * ||pi - a||^2``
     on the whole batch, keeping it near the data it learns from (TD3+BC's anchor, at its ratio with the

@@ -76,6 +76,15 @@ class ReplayBuffer:
             raise BufferError(
                 f"buffer config: clone_info_key {cfg.clone_info_key!r} is not a stored info key (have {self.info_keys})"
             )
+        if cfg.prior_info_key and cfg.prior_info_key not in self.info_keys:
+            raise BufferError(
+                f"buffer config: prior_info_key {cfg.prior_info_key!r} is not a stored info key (have {self.info_keys})"
+            )
+        if cfg.prior_info_key and not isinstance(sampler, PriorMixSampler):
+            raise BufferError(
+                f"buffer config: prior_info_key {cfg.prior_info_key!r} needs a prior-mix sampler (prior data "
+                "with a prior share > 0), this buffer's is a " + type(sampler).__name__
+            )
         self._recorder = EpisodeRecorder(specs, self.obs_keys, self.info_keys)
         self._lock = threading.RLock()
         self._rng = np.random.default_rng(cfg.seed)
@@ -165,7 +174,14 @@ class ReplayBuffer:
         self.storage.write(start, arrays)
         with self._lock:
             self.storage.commit(start + n)
-            self.sampler.add(self._index_episode(start, start + n))
+            positions = self._index_episode(start, start + n)
+            self.sampler.add(positions)
+            if (
+                self.cfg.prior_info_key
+            ):  # a transition's flag is on the observation it led to, as cloning reads it
+                flagged = np.asarray(arrays[f"info/{self.cfg.prior_info_key}"]).reshape(-1)[1:] > 0
+                assert isinstance(self.sampler, PriorMixSampler)  # checked in __init__
+                self.sampler.promote(positions[flagged])
             episode = self.storage.episodes().first + self.storage.episodes().count - 1
             if self._stats is not None:
                 info = {key: arrays[f"info/{key}"] for key in self.info_keys}

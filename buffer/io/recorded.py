@@ -9,6 +9,7 @@ a training buffer (prior data).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -135,7 +136,8 @@ def load_prior_episodes(
     missing = [k for k in target.info_keys if f"info/{k}" not in specs]
     storage = ZarrStorage.open_or_create(path, specs, capacity=2, on_damage="record")
     try:
-        source = ReplayBuffer(target.cfg, storage, make_sampler(UniformSamplerConfig(), storage.capacity))
+        reader = dataclasses.replace(target.cfg, prior_info_key="")  # its sampler is not a prior mix
+        source = ReplayBuffer(reader, storage, make_sampler(UniformSamplerConfig(), storage.capacity))
         episodes, skipped = intact_episodes(storage, skip_corrupt=skip_corrupt)
         return copy_episodes(source, target, episodes, actions, missing, rebuilt), skipped
     finally:

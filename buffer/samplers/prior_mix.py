@@ -56,6 +56,18 @@ class PriorMixSampler:
         self._is_live[positions] = True
         (self.prior if self._adding_prior else self.online).add(positions)
 
+    def promote(self, positions: np.ndarray) -> None:
+        """Move live online ``positions`` into the prior part (``BufferConfig.prior_info_key``: steps the
+        operator took over join the demonstrations); prior or free positions are left as they are. A
+        position's online priority is not carried over: it enters the prior sampler as new data does."""
+        positions = np.asarray(positions, np.int64)
+        moving = positions[self._is_live[positions] & ~self._is_prior[positions]]
+        if len(moving) == 0:
+            return
+        self.online.remove(moving)
+        self._is_prior[moving] = True
+        self.prior.add(moving)
+
     def remove(self, positions: np.ndarray) -> None:
         positions = np.asarray(positions, np.int64)
         prior = self._is_prior[positions]

@@ -110,10 +110,10 @@ def test_the_smallest_experiment_runs_every_condition_through_finetune_and_write
         report["reach_after_30min"] is None and "0.01 robot minutes" in report["reasons"]["reach_after_30min"]
     )
     reach = report["reach"]
-    assert set(reach["curves"]) == {"interventions", "keys_only", "scratch", "cloned", "scratch_cloned"}
+    assert set(reach["curves"]) == set(finetune_experiment.CONDITIONS)
     for curve in reach["curves"].values():
         assert set(curve["success"]) == {"0.01"} and curve["success"]["0.01"]["seeds"] == 1
-    assert len(reach["p_values"]) == 10 and "cloned_vs_scratch_cloned" in reach["p_values"]
+    assert len(reach["p_values"]) == 15 and "cloned_vs_scratch_cloned" in reach["p_values"]
     runs = {r["condition"]: r for r in reach["runs"]}
     assert all(r["commit"] and r["cpu"] for r in runs.values())
     # Each condition's settings reached finetune: its config, and what its operator did.
@@ -124,17 +124,19 @@ def test_the_smallest_experiment_runs_every_condition_through_finetune_and_write
         "scratch": (True, 80),
         "cloned": (False, 80),
         "scratch_cloned": (True, 80),
+        "cloned_prior": (False, 80),
     }.items():
         config = json.loads(
             (tmp_path / "exp" / "reach" / f"{condition}-s0" / "finetune" / "config.json").read_text()
         )
         assert config["fresh_agent"] is fresh and config["scripted_operator"]["budget_steps"] == budget
-        cloned = condition in ("cloned", "scratch_cloned")
+        cloned = condition in finetune_experiment.WITH_DEMOS
         assert (
             (config["prior_data"] == str(demos / "buffer.zarr")) if cloned else config["prior_data"] is None
         )
         assert (config["buffer"]["clone_info_key"] == "intervention") is cloned
-        assert config["freeze_encoder"] is (condition == "cloned")
+        assert config["freeze_encoder"] is (condition in ("cloned", "cloned_prior"))
+        assert (config["buffer"]["prior_info_key"] == "intervention") is (condition == "cloned_prior")
         assert config["robot"]["unit"] == "b" and config["operator"] == "scripted"
         periods = runs[condition]["episodes"]
         assert (

@@ -126,3 +126,41 @@ def test_a_buffer_without_a_prior_part_marks_no_rows() -> None:
     buf = make_buffer(BufferConfig(capacity_steps=50), OBS_SPEC, ACTION_DIM)
     fill_episode(buf, episode=0, length=10)
     assert buf.sample(8).prior is None
+
+
+def test_promoted_online_positions_are_drawn_with_the_prior_part() -> None:
+    mix = make_mix(0.5)
+    mix.promote(np.array([10, 11, 3, 60]))  # two online, one already prior, one free: only 10 and 11 move
+    assert mix.counts == (12, 38)
+    assert mix.is_prior(np.array([10, 11, 3])).all() and not mix.is_prior(np.array([12, 60])).any()
+    positions, _ = mix.sample(4000, np.random.default_rng(3))
+    prior_draws = positions[np.isin(positions, np.concatenate([PRIOR, [10, 11]]))]
+    assert len(prior_draws) == 2000 and chisquare(np.bincount(prior_draws)[[*PRIOR, 10, 11]]).pvalue > 1e-6
+    mix.remove(np.array([10]))  # evicted: it leaves the prior part like any prior position
+    assert mix.counts == (11, 38)
+
+
+def test_steps_flagged_by_prior_info_key_join_the_prior_part_when_stored() -> None:
+    cfg = BufferConfig(capacity_steps=200, sampler=PriorMixSamplerConfig(), prior_info_key="intervention")
+    buf = make_buffer(cfg, OBS_SPEC, ACTION_DIM, info_keys=("success", "intervention"))
+    n = 6
+    flags = np.array([0, 0, 1, 1, 0, 0, 0], np.float32)  # per observation: transitions 1 and 2 led to a flag
+    buf.add_episode(
+        {"state": np.zeros((n + 1, 4), np.float32), "pixels/front": np.zeros((n + 1, 6, 5, 3), np.uint8)},
+        np.zeros((n, ACTION_DIM), np.float32),
+        np.zeros(n, np.float32),
+        np.zeros(n, bool),
+        np.eye(1, n, n - 1, dtype=bool)[0],
+        {"success": np.zeros(n + 1, np.float32), "intervention": flags},
+    )
+    np.testing.assert_array_equal(buf.sampler.is_prior(np.arange(n)), flags[1:].astype(bool))
+    batch = buf.sample(64)
+    assert np.count_nonzero(np.isin(batch.indices % 200, [1, 2])) == 32  # the prior half, nothing else there
+    with pytest.raises(BufferError, match="needs a prior-mix sampler"):
+        make_buffer(
+            BufferConfig(prior_info_key="intervention"), OBS_SPEC, ACTION_DIM, info_keys=("intervention",)
+        )
+    with pytest.raises(BufferError, match="prior_info_key 'takeover' is not a stored info key"):
+        make_buffer(
+            BufferConfig(sampler=PriorMixSamplerConfig(), prior_info_key="takeover"), OBS_SPEC, ACTION_DIM
+        )

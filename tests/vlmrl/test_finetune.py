@@ -666,6 +666,44 @@ def test_prior_data_from_demonstrations_on_the_arm_is_half_of_each_batch_and_clo
     buf.close()
 
 
+def test_takeovers_join_the_prior_part_with_prior_info_key(tmp_path, monkeypatch):
+    """``--buffer.prior-info-key intervention``: the steps the scripted operator took over go into the prior
+    part of every batch beside the demonstrations (HIL-SERL's demonstration buffer); the policy's own steps
+    stay online. Without prior data there is no prior part to join: refused in one line."""
+    from sim.config import ScriptedOperatorConfig
+
+    run, _ = sim_run(tmp_path, task="reach")
+    demo = ScriptedOperatorConfig(demonstrate=True, takeover_steps=40, budget_steps=40, give_up=False)
+    assert finetune.main(scripted(tmp_path, run, scripted_operator=demo, out_dir=tmp_path / "demos")) == 0
+    demo_steps = sum(
+        json.loads(line)["steps"] for line in (tmp_path / "demos" / "metrics.jsonl").read_text().splitlines()
+    )
+    sampled = []
+    real_update = SAC.update
+
+    def recording_update(agent, batch):
+        sampled.append((np.asarray(batch.indices).copy(), np.asarray(batch.prior, bool).copy()))
+        return real_update(agent, batch)
+
+    monkeypatch.setattr(SAC, "update", recording_update)
+    ft = scripted(tmp_path, run, prior_data=tmp_path / "demos" / "buffer.zarr", episodes=3)
+    ft = dataclasses.replace(ft, buffer=dataclasses.replace(ft.buffer, prior_info_key="intervention"))
+    assert finetune.main(ft) == 0
+    lines = [json.loads(line) for line in (tmp_path / "ft" / "metrics.jsonl").read_text().splitlines()]
+    assert sum(line["interventions"] for line in lines) > 0  # the untrained policy stalled: takeovers
+    rows = np.concatenate([r for r, _ in sampled])
+    prior = np.concatenate([p for _, p in sampled])
+    buf = stored_buffer(tmp_path / "ft")
+    took_over = buf.storage.read("info/intervention", rows + 1).reshape(-1) > 0
+    buf.close()
+    own = rows >= demo_steps + 2  # past the two prior episodes' rows (each ends with its last observation)
+    assert (prior == (~own | took_over)).all()  # a robot row is prior exactly when the operator drove it
+    assert (prior & own).any() and (~prior & own).any()
+    with pytest.raises(ConfigError, match=r"--buffer\.prior-info-key intervention: .* needs --prior-data"):
+        finetune.main(dataclasses.replace(ft, prior_data=None, out_dir=tmp_path / "ft2"))
+    assert not (tmp_path / "ft2").exists()
+
+
 def test_prior_data_that_does_not_fit_the_arm_is_refused_in_one_line(tmp_path):
     run, _ = sim_run(tmp_path, task="reach")
     with pytest.raises(ConfigError, match=r"--prior-data .*nowhere: no such store"):

@@ -251,6 +251,11 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         raise ConfigError(f"--critic-warmup-updates {cfg.critic_warmup_updates}: expected 0 or more")
     if not 0.0 <= cfg.prior_share <= 1.0:
         raise ConfigError(f"--prior-share {cfg.prior_share:g}: expected a share in [0, 1]")
+    if cfg.buffer.prior_info_key and (cfg.prior_data is None or cfg.prior_share <= 0):
+        raise ConfigError(
+            f"--buffer.prior-info-key {cfg.buffer.prior_info_key}: its steps join the prior part of each batch, "
+            "which needs --prior-data with --prior-share > 0"
+        )
     cfg = fit_to_sim_run(cfg, train, offline=is_offline_run(cfg.from_run))
     scorer_cfg, reward_words = reward_scorer(cfg, train)
     obs_spec = policy_obs_spec(state)  # the policy's robot keys, never the privileged state
