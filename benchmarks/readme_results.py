@@ -81,7 +81,9 @@ def bench_rows(bench_dir: Path) -> list[str]:
 def deployable_table(bench_dir: Path) -> str:
     """The README's table of the deployable recipe per task, from ``deployable_tasks.json`` (between its markers)."""
     path = bench_dir / "deployable_tasks.json"
-    command = "python benchmarks/deployable_tasks.py --json results/bench/deployable_tasks.json"
+    command = bench_commands(bench_dir).get(
+        "deployable_tasks", "python benchmarks/deployable_tasks.py --json results/bench/deployable_tasks.json"
+    )
     lines = [DEPLOYABLE_START]
     if not path.exists():
         return "\n".join([*lines, f"Not measured yet: `{command}`.", DEPLOYABLE_END])

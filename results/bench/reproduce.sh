@@ -25,3 +25,4 @@ bench scale_out benchmarks/scale_out.py --quick
 bench viewer benchmarks/viewer.py
 bench viewer-quick benchmarks/viewer.py --quick
 bench lerobot_sac benchmarks/lerobot_sac.py --tasks reach --seeds 0 1 2 --jobs 1
+bench deployable_tasks benchmarks/deployable_tasks.py --tasks reach lift push place --seeds 0 1 2 3 4
