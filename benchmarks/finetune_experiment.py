@@ -60,7 +60,14 @@ CONDITIONS: dict[str, tuple[str, ...]] = {
     "scratch": ("--fresh-agent",),
     "cloned": (*CLONED, "--actor-lr", "3e-5", "--freeze-encoder"),
     "scratch_cloned": ("--fresh-agent", *CLONED),
-    "cloned_prior": (*CLONED, "--actor-lr", "3e-5", "--freeze-encoder", "--buffer.prior-info-key", "intervention"),
+    "cloned_prior": (
+        *CLONED,
+        "--actor-lr",
+        "3e-5",
+        "--freeze-encoder",
+        "--buffer.prior-info-key",
+        "intervention",
+    ),
 }
 """Each condition's options to `vlmrl finetune`, beside the common ones (``finetune_argv``)."""
 WITH_DEMOS = ("cloned", "scratch_cloned", "cloned_prior")
