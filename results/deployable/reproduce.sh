@@ -80,4 +80,8 @@ train place-d100-p8-s0 "${DEP[@]}" --sim.task place --seed 0 --demo-episodes 100
 wait
 # Reach after its targets gained their clearance from the home tool point (3fdf494: no episode starts solved).
 for s in 0 1 2; do train reach-dep-clear-s$s "${DEP[@]}" --sim.task reach --seed $s; done
+# The grid (section 8; session of 2026-12-04 15:19): the recipe on the four tasks, seeds 0-4, each run's
+# best and final policy on 100 fresh seeds; writes OUT/deployable_tasks.json (results/bench/deployable_tasks.json).
+python_script benchmarks/deployable_tasks.py --tasks reach lift push place --seeds 0 1 2 3 4 --runs-dir "$OUT/grid" \
+  --json "$OUT/deployable_tasks.json"
 python_script results/deployable/collect.py "$OUT" --out "$OUT"
