@@ -176,9 +176,8 @@ class ReplayBuffer:
             self.storage.commit(start + n)
             positions = self._index_episode(start, start + n)
             self.sampler.add(positions)
-            if (
-                self.cfg.prior_info_key
-            ):  # a transition's flag is on the observation it led to, as cloning reads it
+            if self.cfg.prior_info_key:
+                # a transition's flag is on the observation it led to, as cloning reads it
                 flagged = np.asarray(arrays[f"info/{self.cfg.prior_info_key}"]).reshape(-1)[1:] > 0
                 assert isinstance(self.sampler, PriorMixSampler)  # checked in __init__
                 self.sampler.promote(positions[flagged])
