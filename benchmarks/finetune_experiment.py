@@ -54,20 +54,15 @@ from replay_experiment import provenance
 
 CLONED = ("--buffer.clone-info-key", "intervention", "--bc-weight", "4", "--buffer.absorbing-terminal")
 """The takeovers cloned beside the demonstrations (results/finetune, "Demonstrations and cloned takeovers")."""
+KEPT = (*CLONED, "--actor-lr", "3e-5", "--freeze-encoder")
+"""``CLONED`` on the sim run's agent: a slower actor, the sim run's encoder kept (the setting of unit b's gain)."""
 CONDITIONS: dict[str, tuple[str, ...]] = {
     "interventions": (),
     "keys_only": ("--scripted-operator.budget-steps", "0", "--scripted-operator.no-give-up"),
     "scratch": ("--fresh-agent",),
-    "cloned": (*CLONED, "--actor-lr", "3e-5", "--freeze-encoder"),
+    "cloned": KEPT,
     "scratch_cloned": ("--fresh-agent", *CLONED),
-    "cloned_prior": (
-        *CLONED,
-        "--actor-lr",
-        "3e-5",
-        "--freeze-encoder",
-        "--buffer.prior-info-key",
-        "intervention",
-    ),
+    "cloned_prior": (*KEPT, "--buffer.prior-info-key", "intervention"),
 }
 """Each condition's options to `vlmrl finetune`, beside the common ones (``finetune_argv``)."""
 WITH_DEMOS = ("cloned", "scratch_cloned", "cloned_prior")

@@ -72,14 +72,11 @@ class ReplayBuffer:
             raise BufferError(
                 f"clip_camera {self.clip_camera!r} is not a stored camera (have {self.frame_keys})"
             )
-        if cfg.clone_info_key and cfg.clone_info_key not in self.info_keys:
-            raise BufferError(
-                f"buffer config: clone_info_key {cfg.clone_info_key!r} is not a stored info key (have {self.info_keys})"
-            )
-        if cfg.prior_info_key and cfg.prior_info_key not in self.info_keys:
-            raise BufferError(
-                f"buffer config: prior_info_key {cfg.prior_info_key!r} is not a stored info key (have {self.info_keys})"
-            )
+        for option, key in (("clone_info_key", cfg.clone_info_key), ("prior_info_key", cfg.prior_info_key)):
+            if key and key not in self.info_keys:
+                raise BufferError(
+                    f"buffer config: {option} {key!r} is not a stored info key (have {self.info_keys})"
+                )
         if cfg.prior_info_key and not isinstance(sampler, PriorMixSampler):
             raise BufferError(
                 f"buffer config: prior_info_key {cfg.prior_info_key!r} needs a prior-mix sampler (prior data "
