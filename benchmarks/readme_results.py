@@ -43,6 +43,7 @@ BENCHMARKS = {
     "deployable_tasks": "`vlmrl train --recipe deployable` on reach, lift, push and place, robot observations, five seeds (the README's table)",
     "finetune": "`vlmrl finetune --operator scripted` on a twin unit the policy never saw: success against robot minutes",
     "lerobot_sac": "our deployable recipe vs LeRobot's own SAC (lerobot.policies.sac, its learner's update) on the twin, robot observations, same demonstrations and env steps",
+    "gpu_paths": "on one GPU vs the same machine's CPU cores, in one run: the deployable lift learner's SAC update (batch 256 and 1024), the hf scorer (SmolVLM-256M architecture, bf16) and scorer:learned",
 }
 
 

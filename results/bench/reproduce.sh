@@ -15,6 +15,10 @@ bench() {  # bench NAME SCRIPT ARGS...: python SCRIPT ARGS --json OUT/NAME.json,
   finished "$OUT/$name.json" || python_script "$@" --json "$OUT/$name.json"
 }
 
+gpu_bench() {  # gpu_bench NAME SCRIPT ARGS...: bench, where a CUDA GPU is visible (skipped, and said, elsewhere)
+  if dry_run || command -v nvidia-smi > /dev/null; then bench "$@"; else echo "skipped $1: it measures a GPU and none is visible" >&2; fi
+}
+
 bench sim_throughput benchmarks/sim_throughput.py
 bench buffer_throughput benchmarks/buffer_throughput.py --quick
 bench sac_vs_sb3 benchmarks/sac_vs_sb3.py
@@ -27,3 +31,4 @@ bench viewer-quick benchmarks/viewer.py --quick
 bench lerobot_sac benchmarks/lerobot_sac.py --tasks reach --seeds 0 1 2 --jobs 1
 bench deployable_tasks benchmarks/deployable_tasks.py --tasks reach lift push place --seeds 0 1 2 3 4
 bench finetune benchmarks/finetune_experiment.py --tasks lift --policy-run runs/lift-d100-s0 --unit a --seeds 0 --conditions interventions keys_only scratch --robot-minutes 10 --eval-every 5
+gpu_bench gpu_paths benchmarks/gpu_paths.py
