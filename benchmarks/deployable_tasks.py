@@ -15,12 +15,15 @@ finished run's ``best_policy.pt`` and ``policy.pt`` are also run on ``--reeval-e
     python benchmarks/deployable_tasks.py --quick --json runs/bench/deployable_tasks.json   # minutes
     python benchmarks/deployable_tasks.py --tasks reach lift push place --seeds 0 1 2 3 4 \\
         --runs-dir runs/deployable --json results/bench/deployable_tasks.json
+    python benchmarks/deployable_tasks.py --tasks lift --train-args '--agent.target-entropy -3' \
+        --runs-dir runs/deployable-te3 --json runs/deployable-te3.json                  # a lever on the recipe
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import statistics
 import subprocess
 import sys
@@ -125,6 +128,9 @@ def summarize(records: list[dict[str, object]]) -> dict[str, object]:
             "commit": sorted({str(r["commit"]) for r in rows}),
             "cpu_model": sorted({str(r["cpu"]) for r in rows}),
         }
+        train_args = sorted({shlex.join(r.get("train_args") or []) for r in rows})  # type: ignore[arg-type]
+        if train_args != [""]:  # the recipe with more options: say which, so no one reads it as the recipe's
+            tasks[task]["train_args"] = train_args  # type: ignore[index]
         fresh = [r for r in rows if "fresh_final" in r]
         if fresh:
             tasks[task].update(  # type: ignore[attr-defined]
@@ -154,13 +160,19 @@ def main(argv: list[str] | None = None) -> int:
         default=100,
         help="fresh-seed episodes for each finished run's best and final policy (0: skip)",
     )
+    parser.add_argument(
+        "--train-args",
+        default="",
+        help="more `vlmrl train` options for every new run, one shell-quoted string (a lever to try on the "
+        "recipe, e.g. '--agent.target-entropy -3'); recorded with each run and in the JSON",
+    )
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
-    extra: list[str] = []
+    extra: list[str] = shlex.split(args.train_args)
     if args.quick:
         args.tasks, args.seeds = ["reach"], [0]
         args.runs_dir = args.runs_dir.with_name(args.runs_dir.name + "-quick")
-        extra = [
+        extra += [
             "--total-steps",
             "2000",
             "--eval-every-steps",
@@ -177,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         for _, _, run_dir in jobs:
             if not finished(run_dir):
                 run_dir.mkdir(parents=True, exist_ok=True)
-                (run_dir / "provenance.json").write_text(json.dumps(origin))
+                (run_dir / "provenance.json").write_text(json.dumps({**origin, "train_args": extra}))
         with ThreadPoolExecutor(args.jobs) as pool:
             list(pool.map(lambda job: run_one(*job, extra), jobs))
     records = [run_record(t, s, d, args.reeval_episodes) for t, s, d in jobs if finished(d)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import deployable_tasks
 import pytest
 
@@ -53,3 +55,28 @@ def test_fresh_seed_figures_are_averaged_when_the_runs_were_re_evaluated() -> No
     assert (
         "fresh_final_success" not in deployable_tasks.summarize([record("reach", 0, [1.0])])["tasks"]["reach"]
     )
+
+
+def test_train_args_reach_every_new_run_and_the_summary_names_them(tmp_path, monkeypatch) -> None:
+    seen: list[list[str]] = []
+    monkeypatch.setattr(deployable_tasks, "run_one", lambda task, seed, run_dir, extra: seen.append(extra))
+    code = deployable_tasks.main(
+        [
+            "--tasks",
+            "lift",
+            "--seeds",
+            "0",
+            "1",
+            "--runs-dir",
+            str(tmp_path),
+            "--train-args",
+            "--agent.target-entropy -3",
+        ]
+    )
+    assert code == 1  # nothing finished: the patched runner trained nothing
+    assert seen == [["--agent.target-entropy", "-3"]] * 2
+    assert json.loads((tmp_path / "lift-s0" / "provenance.json").read_text())["train_args"] == seen[0]
+    lever = [dict(record("lift", s, [0.5]), train_args=seen[0]) for s in (0, 1)]
+    assert deployable_tasks.summarize(lever)["tasks"]["lift"]["train_args"] == ["--agent.target-entropy -3"]
+    plain = [dict(record("lift", 0, [0.5]), train_args=[]), record("lift", 1, [0.5])]  # older runs: no key
+    assert "train_args" not in deployable_tasks.summarize(plain)["tasks"]["lift"]
