@@ -98,3 +98,25 @@ def test_unreachable_hub_fails_fast_instead_of_retrying(monkeypatch):
     monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{port}")
     with pytest.raises(VLMError, match=r"127\.0\.0\.1 cannot be reached; download it where there is network"):
         make_scorer(HFConfig(model="nobody-here/no-such-vlm-xyz"))
+
+
+@pytest.mark.parametrize("arch", ["qwen2-vl", "idefics3"])
+def test_on_a_gpu_the_processor_prepares_frames_there(monkeypatch, arch):
+    from vlm.random_models import build_random_vlm
+
+    model, processor = build_random_vlm(arch, "tiny")
+    on_cpu = HFScorer(HFConfig(model="tiny", device="cpu"), model=model, processor=processor)
+    assert "device" not in on_cpu._processor_kwargs
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # the model is passed in: nothing moves
+    on_gpu = HFScorer(
+        HFConfig(model="tiny", device="cuda", dtype="float32"), model=model, processor=processor
+    )
+    assert on_gpu._processor_kwargs["device"] == "cuda"
+    # the kwarg is one the processor takes: the same call on the CPU builds the same inputs
+    frames = [np.zeros((16, 16, 3), np.uint8)] * 2
+    text = on_cpu._chat_text(2, PROMPT)
+    plain = processor(text=[text], images=[frames], return_tensors="pt", **on_cpu._processor_kwargs)
+    placed = processor(
+        text=[text], images=[frames], return_tensors="pt", **{**on_gpu._processor_kwargs, "device": "cpu"}
+    )
+    torch.testing.assert_close(placed["pixel_values"], plain["pixel_values"])
