@@ -15,7 +15,7 @@ finished run's ``best_policy.pt`` and ``policy.pt`` are also run on ``--reeval-e
     python benchmarks/deployable_tasks.py --quick --json runs/bench/deployable_tasks.json   # minutes
     python benchmarks/deployable_tasks.py --tasks reach lift push place --seeds 0 1 2 3 4 \\
         --runs-dir runs/deployable --json results/bench/deployable_tasks.json
-    python benchmarks/deployable_tasks.py --tasks lift --train-args '--agent.target-entropy -3' \
+    python benchmarks/deployable_tasks.py --tasks lift --train-args '--agent.target-entropy -3' \\
         --runs-dir runs/deployable-te3 --json runs/deployable-te3.json                  # a lever on the recipe
 """
 
