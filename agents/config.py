@@ -140,6 +140,13 @@ class SACConfig:
     """Clone a prior action only where the critics value it above the policy's own action (the Q-filter of
     Nair et al. 2018, "Overcoming Exploration in RL with Demonstrations"): a policy that has outgrown the
     demonstrations is no longer pulled back to them."""
+    teacher_weight: float = 0.0
+    """Distil a teacher policy into the actor (``SAC.set_teacher``; ``vlmrl train --teacher-policy``): on every
+    row of each batch, the actor loss adds ``teacher_weight * mean|Q(s, pi(s))| * ||tanh(mean(s)) - t(s)||^2``,
+    ``t(s)`` the teacher's action for the row's observation, read from keys the buffer stores beside the actor's
+    (a state policy reading the sim's privileged state teaching a pixel actor: the asymmetric teacher-student
+    scheme of privileged learning, here with the student's own visited states labelled, as DAgger does).
+    0: off."""
     actor_ema: float = 0.0
     """Polyak rate of an averaged copy of the actor, updated after each actor step; deterministic acting
     (evaluation) and export use the copy, exploration the actor itself. It smooths the policy's

@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -72,6 +73,8 @@ class SAC:
             raise AgentError(f"SACConfig needs 0 <= actor_ema <= 1, got {cfg.actor_ema}")
         if cfg.bc_weight < 0.0:
             raise AgentError(f"SACConfig needs bc_weight >= 0, got {cfg.bc_weight}")
+        if cfg.teacher_weight < 0.0:
+            raise AgentError(f"SACConfig needs teacher_weight >= 0, got {cfg.teacher_weight}")
         if cfg.privileged_aux_weight < 0.0:
             raise AgentError(f"SACConfig needs privileged_aux_weight >= 0, got {cfg.privileged_aux_weight}")
         if cfg.num_critics < 1 or not 1 <= cfg.target_critics <= cfg.num_critics:
@@ -160,6 +163,9 @@ class SAC:
         self._target: list[Tensor] = list(self.critic_target.parameters())
         self._zero = torch.zeros((), device=self.device)  # the logged value of a loss term that is off
         self.num_updates = 0
+        self.teacher: Callable[[dict[str, Tensor]], Tensor] | None = None
+        """The policy distilled into the actor (``set_teacher``; ``SACConfig.teacher_weight``), or None."""
+        self.teacher_keys: tuple[str, ...] = ()
         self.critic_only_until = 0
         """Updates before this count train the critics only; the actor and temperature wait, and the encoder and
         observation statistics stay as they are (``vlmrl finetune --critic-warmup-updates``: critics handed
@@ -196,6 +202,23 @@ class SAC:
     def alpha(self) -> float:
         """Current entropy temperature."""
         return float(self.log_alpha.detach().exp())
+
+    def set_teacher(self, teacher: Callable[[dict[str, Tensor]], Tensor], keys: Sequence[str]) -> None:
+        """Distil ``teacher`` (observation tensors of ``keys`` -> env-unit actions, batched: an exported
+        ``policy.pt``'s module) into the actor with weight ``SACConfig.teacher_weight``. Its keys must be ones
+        the agent reads (its own or the critics' privileged ones); the teacher is not trained or checkpointed.
+
+        Raises:
+            AgentError: a key the agent does not read.
+        """
+        missing = [k for k in keys if k not in self.obs_spec]
+        if missing:
+            raise AgentError(
+                f"the teacher reads {missing}, which the agent does not (it reads {list(self.obs_spec)})"
+            )
+        if isinstance(teacher, nn.Module):
+            teacher = teacher.to(self.device).eval()
+        self.teacher, self.teacher_keys = teacher, tuple(keys)
 
     def to_unit(self, action: Tensor) -> Tensor:
         """Env units -> the actor's [-1, 1] units."""
@@ -249,6 +272,11 @@ class SAC:
         weights = None  # uniform sampling: all ones, so the critic loss skips the multiply
         if not np.all(batch.weights == 1.0):
             weights = torch.as_tensor(batch.weights, device=self.device)
+        teacher_action = None  # the teacher reads the raw observations, before any augmentation
+        if self.teacher is not None and self.cfg.teacher_weight > 0.0:
+            with torch.no_grad():
+                taught = self.teacher({k: obs[k] for k in self.teacher_keys})
+                teacher_action = self.to_unit(taught.to(self.device, torch.float32))
         prior = None  # behaviour cloning reads the batch's prior rows (an RLPD mix) when it is on
         if self.cfg.bc_weight > 0.0 and batch.prior is not None:
             prior = torch.as_tensor(np.asarray(batch.prior, np.float32), device=self.device)
@@ -273,7 +301,18 @@ class SAC:
             subset = subset[: self.cfg.target_critics]
         train_actor = self.num_updates >= self.critic_only_until
         loss, td, stats = self._losses(
-            obs, next_obs, action, reward, discount, weights, next_noise, pi_noise, subset, train_actor, prior
+            obs,
+            next_obs,
+            action,
+            reward,
+            discount,
+            weights,
+            next_noise,
+            pi_noise,
+            subset,
+            train_actor,
+            prior,
+            teacher_action,
         )
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -293,6 +332,7 @@ class SAC:
             "q_mean",
             "privileged_aux_loss",
             "bc_loss",
+            "teacher_loss",
         )
         metrics: dict[str, Any] = dict(zip(names, stats.tolist()))
         metrics["td_error"] = td.abs().mean(dim=0).cpu().numpy().astype(np.float32)
@@ -311,11 +351,13 @@ class SAC:
         subset: Tensor | None,
         train_actor: bool = True,
         prior: Tensor | None = None,
+        teacher_action: Tensor | None = None,
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Critic + actor + temperature loss (one scalar), TD errors [critics, B] and the logged scalars.
         Without ``train_actor`` the actor and temperature losses are left out of the scalar (no gradient
         reaches them, so the optimiser skips them); they are still logged. ``prior`` (float32[B], 1 on the
-        prior rows) turns on the behaviour-cloning term (``SACConfig.bc_weight``).
+        prior rows) turns on the behaviour-cloning term (``SACConfig.bc_weight``); ``teacher_action`` (float32[B,
+        A], unit actions) the distillation term (``SACConfig.teacher_weight``).
 
         A pure function of its tensors (the noise comes in), so ``torch.compile`` can trace it.
         """
@@ -373,13 +415,27 @@ class SAC:
             squared = (mode - action).pow(2).sum(dim=-1)
             bc_loss = (keep * squared).sum() / prior.sum().clamp(min=1.0)
             actor_loss = actor_loss + self.cfg.bc_weight * q_pi.detach().abs().mean() * bc_loss
+        teacher_loss = self._zero
+        if teacher_action is not None:  # every row: the teacher labels the states the student visits
+            teacher_loss = (torch.tanh(mean) - teacher_action).pow(2).sum(dim=-1).mean()
+            actor_loss = actor_loss + self.cfg.teacher_weight * q_pi.detach().abs().mean() * teacher_loss
         alpha_loss = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
         if train_actor:
             loss = loss + actor_loss
             if self.cfg.autotune_alpha:
                 loss = loss + alpha_loss
         stats = torch.stack(
-            [critic_loss, actor_loss, alpha_loss, alpha, -log_prob.mean(), q.mean(), aux_loss, bc_loss]
+            [
+                critic_loss,
+                actor_loss,
+                alpha_loss,
+                alpha,
+                -log_prob.mean(),
+                q.mean(),
+                aux_loss,
+                bc_loss,
+                teacher_loss,
+            ]
         ).detach()
         return loss, td.detach(), stats
 

@@ -142,6 +142,7 @@ RANGES: dict[type, dict[str, Range]] = {
         "obs_clip": POSITIVE,
         "privileged_aux_weight": NON_NEGATIVE,
         "bc_weight": NON_NEGATIVE,
+        "teacher_weight": NON_NEGATIVE,
         "actor_ema": UNIT,  # 0: no averaged copy
         "seed": SEED,
     },

@@ -627,3 +627,34 @@ def test_prior_data_from_an_earlier_runs_store_is_the_prior_part_of_each_batch(t
     with pytest.raises(ConfigError, match=r"'pixels/front' is \(\(32, 32, 3\), 'uint8'\) there"):
         main(wrong)
     assert not (tmp_path / "wrong").exists()
+
+
+def test_a_state_teacher_is_distilled_into_a_robot_observation_actor(tmp_path) -> None:
+    assert main(tiny(tmp_path / "teacher", total_steps=120)) == 0  # a state policy of reach
+    teacher = tmp_path / "teacher" / "policy.pt"
+    base = tiny(tmp_path / "student", policy_obs="robot", asymmetric_critic=True, replay="uniform")
+    base = dataclasses.replace(base, sim=dataclasses.replace(base.sim, cameras=("front",), image_size=32))
+    taught = dataclasses.replace(
+        base, teacher_policy=teacher, agent=dataclasses.replace(base.agent, teacher_weight=1.0)
+    )
+    trainer = Trainer.create(taught)
+    assert trainer.agent.teacher_keys == ("state",) and trainer.agent.teacher is not None
+    assert main(dataclasses.replace(taught, run_dir=str(tmp_path / "run"))) == 0
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path / "run" / "tb"), size_guidance={"scalars": 0})
+    events.Reload()
+    losses = [e.value for e in events.Scalars("train/teacher_loss")]
+    assert losses and all(loss > 0 for loss in losses)  # logged, and the actor is not the teacher
+
+    with pytest.raises(ConfigError, match="a teacher needs both --teacher-policy PATH"):
+        main(dataclasses.replace(base, teacher_policy=teacher))
+    with pytest.raises(
+        ConfigError, match=r"which this run's agent does not store .*needs --asymmetric-critic"
+    ):
+        main(dataclasses.replace(taught, asymmetric_critic=False))
+    lift = dataclasses.replace(taught, sim=dataclasses.replace(taught.sim, task="lift"))
+    with pytest.raises(ConfigError, match="its task is 'reach', this run's is 'lift'"):
+        main(lift)
+    with pytest.raises(ConfigError, match=r"--teacher-policy: .*not a vlmrl policy file"):
+        main(dataclasses.replace(taught, teacher_policy=tmp_path / "teacher" / "config.json"))

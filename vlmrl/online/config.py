@@ -207,6 +207,11 @@ class TrainConfig:
     """With ``--offline``: then this many env steps of SAC in the twin the data was recorded in, starting
     from the offline agent, the data being the prior part of each batch (vlmrl/online/offline_handover.py); the
     online run goes to ``<offline run>/online``. 0: offline only."""
+    teacher_policy: Path | None = None
+    """Distil this exported policy (a run's ``policy.pt``) into the actor with ``--agent.teacher-weight``: on every
+    batch row the actor is pulled towards the teacher's action for that row (agents/config.py). The teacher
+    reads keys the buffer stores, typically a state policy of the same task reading ``state``, the sim's
+    privileged vector, which an asymmetric critic stores (``--asymmetric-critic``)."""
     agent_from: Path | None = None
     """Start SAC from this offline run's agent (``vlmrl train --offline``'s directory): its encoder, actor
     and Q-networks are handed over (agents/handover.py); the network sizes are the offline agent's."""
@@ -276,6 +281,11 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
         raise ConfigError(
             f"agent.bc_weight {cfg.agent.bc_weight:g} clones the prior part of each batch: add "
             "--demo-episodes N or --prior-data PATH, with --prior-share > 0"
+        )
+    if (cfg.teacher_policy is None) != (cfg.agent.teacher_weight == 0):
+        raise ConfigError(
+            "a teacher needs both --teacher-policy PATH (a policy.pt) and --agent.teacher-weight > 0, got "
+            f"--teacher-policy {cfg.teacher_policy} and --agent.teacher-weight {cfg.agent.teacher_weight:g}"
         )
     if cfg.agent_from is not None and cfg.asymmetric_critic:
         raise ConfigError(

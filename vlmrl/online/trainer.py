@@ -21,7 +21,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from agents.export import export_onnx, export_policy
+from agents.errors import AgentError
+from agents.export import export_onnx, export_policy, load_policy
 from agents.handover import load_iql_into_sac, sac_config_for
 from agents.sac import SAC
 from buffer.samplers.prior_mix import PriorMixSampler
@@ -113,6 +114,8 @@ class Trainer:
             checkpoint=checkpoint,
             start=self._start_from_offline_agent if cfg.agent_from is not None else None,
         )
+        if cfg.teacher_policy is not None:
+            self._set_teacher(cfg.teacher_policy)
         ready: tuple[Scorer, str] | None = None
         self.scorer_id, self.prompt = "", ""
         if cameras:
@@ -174,6 +177,31 @@ class Trainer:
         self._snapshot: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------------------------ building
+    def _set_teacher(self, path: Path) -> None:
+        """``--teacher-policy``: the exported policy distilled into the actor (``SACConfig.teacher_weight``); it
+        must act in this run's task, action mode and action size and read keys this agent reads."""
+        try:
+            teacher = load_policy(path)
+        except AgentError as exc:
+            raise ConfigError(f"--teacher-policy: {exc}") from None
+        sim = self.cfg.sim
+        for key, ours in (("task", sim.task), ("action_mode", sim.action_mode)):
+            theirs = teacher.run.get(key, ours)
+            if theirs != ours:
+                raise ConfigError(f"--teacher-policy {path}: its {key} is {theirs!r}, this run's is {ours!r}")
+        if teacher.action_low.shape != (self.agent.action_dim,):
+            raise ConfigError(
+                f"--teacher-policy {path}: it acts with {teacher.action_low.size} values, this run's actions have "
+                f"{self.agent.action_dim}"
+            )
+        for key, (shape, _) in teacher.obs_spec.items():
+            if key not in self.agent.obs_spec or tuple(self.agent.obs_spec[key][0]) != tuple(shape):
+                raise ConfigError(
+                    f"--teacher-policy {path}: it reads {key!r} {list(shape)}, which this run's agent does not store "
+                    f"(it reads {list(self.agent.obs_spec)}; a state teacher needs --asymmetric-critic)"
+                )
+        self.agent.set_teacher(teacher.module, list(teacher.obs_spec))
+
     def _start_from_offline_agent(self, agent: SAC) -> None:
         """Hand the ``--agent-from`` offline run's IQL networks over to this run's SAC (``agents.handover``)."""
         run_dir = self.cfg.agent_from
