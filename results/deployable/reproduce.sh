@@ -84,4 +84,7 @@ for s in 0 1 2; do train reach-dep-clear-s$s "${DEP[@]}" --sim.task reach --seed
 # best and final policy on 100 fresh seeds; writes OUT/deployable_tasks.json (results/bench/deployable_tasks.json).
 python_script benchmarks/deployable_tasks.py --tasks reach lift push place --seeds 0 1 2 3 4 --runs-dir "$OUT/grid" \
   --json "$OUT/deployable_tasks.json"
+# Section 9 (session of 2026-12-04 18:16): lift with a higher target entropy, seeds 0-4 (lift_target_entropy.json).
+python_script benchmarks/deployable_tasks.py --tasks lift --seeds 0 1 2 3 4 --train-args '--agent.target-entropy -3' \
+  --runs-dir "$OUT/target-entropy" --json "$OUT/lift_target_entropy.json"
 python_script results/deployable/collect.py "$OUT" --out "$OUT"
