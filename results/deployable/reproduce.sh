@@ -87,4 +87,18 @@ python_script benchmarks/deployable_tasks.py --tasks reach lift push place --see
 # Section 9 (session of 2026-12-04 18:16): lift with a higher target entropy, seeds 0-4 (lift_target_entropy.json).
 python_script benchmarks/deployable_tasks.py --tasks lift --seeds 0 1 2 3 4 --train-args '--agent.target-entropy -3' \
   --runs-dir "$OUT/target-entropy" --json "$OUT/lift_target_entropy.json"
+# Section 10: place from a state teacher (seed 0's state run) distilled into robot-observation students (place_teacher.json).
+train place-state-teacher-s0 "${DEP[@]}" --sim.task place --seed 0 "${STATE[@]}"
+for s in 0 1 2 3 4; do
+  train place-student-w1-s$s "${DEP[@]}" --sim.task place --seed $s --teacher-policy "$OUT/place-state-teacher-s0/best_policy.pt" \
+    --agent.teacher-weight 1.0
+done
+for s in 0 1; do
+  train place-student-w1enc-s$s "${DEP[@]}" --sim.task place --seed $s --teacher-policy "$OUT/place-state-teacher-s0/best_policy.pt" \
+    --agent.teacher-weight 1.0 --agent.actor-trains-encoder &
+  train place-student-final-s$s "${DEP[@]}" --sim.task place --seed $s --teacher-policy "$OUT/place-state-teacher-s0/policy.pt" \
+    --agent.teacher-weight 1.0 &
+  wait
+done
+python_script benchmarks/reevaluate.py "$OUT"/place-state-teacher-s0 "$OUT"/place-student-*-s? --episodes 100 --json "$OUT/place_teacher_fresh.json"
 python_script results/deployable/collect.py "$OUT" --out "$OUT"
