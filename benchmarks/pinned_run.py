@@ -5,7 +5,10 @@
 
 The state run's reference is benchmarks/reference/pinned_run_state.json (written before the app package
 moved into rooms, and again after it: the same numbers; rewritten on purpose when reach targets gained
-their clearance from the home tool point, ``sim.so101.tasks.REACH_START_CLEARANCE_M``).
+their clearance from the home tool point, ``sim.so101.tasks.REACH_START_CLEARANCE_M``). Compare on the CPU kind the
+reference was written on: on the Intel Xeon host (2026-12-04) the same commit's losses differ from it in the
+fourth significant digit (float summation order), while two runs on one host are equal; to check a change,
+run the commit before it and after it on the same host and compare those two.
 
 The run: the twin's ``reach`` task on its state vector, seed 0, uniform replay, no cameras (so no scorer),
 2,000 steps with an evaluation every 500; and, with ``--run scored``, a short run with the front camera at
