@@ -51,11 +51,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 import torch
+from scoring import PROMPT  # the scoring benchmark's prompt, so the two measure the same request
 
 if TYPE_CHECKING:
     from vlm.config import Device
 
-PROMPT = "Did the robot arm pick up the cube and lift it above the table? Answer yes or no."
 IMAGE_PX = 64
 # What `vlmrl train --recipe deployable --sim.task lift` hands the agent (policy keys, then the privileged
 # state); tests/test_gpu_paths.py checks it against the twin, which this script does not import.
@@ -126,18 +126,19 @@ def random_batch(batch_size: int, seed: int) -> Any:
     )
 
 
-def sac_updates_per_s(device: Device, batch_size: int, updates: int, repeats: int) -> float:
+def deployable_agent(device: Device) -> Any:
+    """The deployable lift learner on ``device``, as `vlmrl train` builds it (the privileged state for the critics)."""
     import gymnasium as gym
 
     from agents.sac import SAC
 
     spec = {k: (shape, np.dtype(dtype)) for k, (shape, dtype) in LIFT_SPEC.items()}
-    agent = SAC(
-        deployable_agent_config(device),
-        spec,
-        gym.spaces.Box(-1.0, 1.0, (ACTION_DIM,), np.float32),
-        privileged_keys=("state",),
-    )
+    box = gym.spaces.Box(-1.0, 1.0, (ACTION_DIM,), np.float32)
+    return SAC(deployable_agent_config(device), spec, box, privileged_keys=("state",))
+
+
+def sac_updates_per_s(device: Device, batch_size: int, updates: int, repeats: int) -> float:
+    agent = deployable_agent(device)
     batch = random_batch(batch_size, 0)
 
     def run() -> None:
@@ -219,25 +220,14 @@ def hf_figures(device: Device, repeats: int, size: str = "smolvlm-256m") -> dict
 
 def learned_figures(device: Device, repeats: int) -> dict[str, Any]:
     from vlm import make_scorer
-    from vlm.backends.learned import build_net, save_learned
     from vlm.config import LearnedConfig
-    from vlm.prompts import prompt_hash
+    from vlm.random_models import save_random_student
 
     rng = np.random.default_rng(0)
     clips = [rng.integers(0, 256, (32, IMAGE_PX, IMAGE_PX, 3), dtype=np.uint8) for _ in range(1024)]
     out: dict[str, Any] = {"frame_px": IMAGE_PX, "frames_per_clip": 4}
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "student.pt"
-        meta = dict(
-            camera="front",
-            image_hw=[IMAGE_PX, IMAGE_PX],
-            num_frames=4,
-            width=16,
-            prompt=PROMPT,
-            prompt_hash=prompt_hash(PROMPT),
-            labels="random",
-        )
-        save_learned(path, build_net(4, 16), meta)
+        path = save_random_student(Path(tmp) / "student.pt", PROMPT, IMAGE_PX)
         for name, on in (("gpu", device), ("cpu_1_thread", "cpu")):
             torch.set_num_threads(1 if name == "cpu_1_thread" else os.cpu_count() or 1)
             scorer = make_scorer(LearnedConfig(path=str(path), device=on))
@@ -252,10 +242,8 @@ def learned_figures(device: Device, repeats: int) -> dict[str, Any]:
 def profile_figures(device: Device, repeats: int) -> dict[str, Any]:
     """Where the time goes: the hf scorer's input preparation (the processor on the CPU and the copy to the
     device) against its forward pass, and one SAC update's kernel launches and device time."""
-    import gymnasium as gym
     from torch.profiler import ProfilerActivity, profile
 
-    from agents.sac import SAC
     from vlm import HFConfig
     from vlm.backends.hf import HFScorer
     from vlm.clip import as_clips
@@ -290,13 +278,7 @@ def profile_figures(device: Device, repeats: int) -> dict[str, Any]:
         f"hf batch 32: inputs {out['hf_batch_32_inputs_ms']:.0f} ms, forward {out['hf_batch_32_forward_ms']:.0f} ms"
     )
     del model, scorer
-    spec = {k: (shape, np.dtype(dtype)) for k, (shape, dtype) in LIFT_SPEC.items()}
-    agent = SAC(
-        deployable_agent_config(device),
-        spec,
-        gym.spaces.Box(-1.0, 1.0, (ACTION_DIM,), np.float32),
-        privileged_keys=("state",),
-    )
+    agent = deployable_agent(device)
     batch = random_batch(256, 0)
     for _ in range(10):
         agent.update(batch)

@@ -84,22 +84,11 @@ def hf_clips_per_s(n_clips: int, num_frames: int, batch_size: int, warmup: bool)
 def learned_clips_per_s(n_clips: int, side: int = 64, repeats: int = 3) -> float:
     """Clips/s of ``scorer:learned`` (random weights, default width and frames) on 32-frame clips of
     ``side`` px, one thread, batches of 64; the best of ``repeats`` timed passes."""
-    from vlm.backends.learned import build_net, save_learned
     from vlm.config import LearnedConfig
-    from vlm.prompts import prompt_hash
+    from vlm.random_models import save_random_student
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "student.pt"
-        meta = dict(
-            camera="front",
-            image_hw=[side, side],
-            num_frames=4,
-            width=16,
-            prompt=PROMPT,
-            prompt_hash=prompt_hash(PROMPT),
-            labels="random",
-        )
-        save_learned(path, build_net(4, 16), meta)
+        path = save_random_student(Path(tmp) / "student.pt", PROMPT, side)
         scorer = make_scorer(LearnedConfig(path=str(path)))
         rng = np.random.default_rng(0)
         clips = [rng.integers(0, 256, (32, side, side, 3), dtype=np.uint8) for _ in range(n_clips)]

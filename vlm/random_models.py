@@ -187,6 +187,27 @@ def save_random_vlm(
     return out
 
 
+def save_random_student(
+    path: str | Path, prompt: str, side: int, num_frames: int = 4, width: int = 16, camera: str = "front"
+) -> Path:
+    """Saves a ``scorer:learned`` file with random weights (``vlm.backends.learned``) for ``side`` px frames of
+    ``camera`` and ``prompt``: the student's real architecture, for speed measurements and tests."""
+    from vlm.backends.learned import build_net, save_learned
+    from vlm.prompts import prompt_hash
+
+    meta = dict(
+        camera=camera,
+        image_hw=[side, side],
+        num_frames=num_frames,
+        width=width,
+        prompt=prompt,
+        prompt_hash=prompt_hash(prompt),
+        labels="random",
+    )
+    save_learned(path, build_net(num_frames, width), meta)
+    return Path(path)
+
+
 def save_random_clip(out_dir: str | Path, arch: Literal["clip", "siglip"] = "clip", seed: int = 0) -> Path:
     """Builds a tiny random CLIP or SigLIP model with a BPE tokenizer and saves it with its processor."""
     import torch

@@ -219,21 +219,9 @@ def test_evaluate_ranks_scorers_by_their_noise(store, tmp_path, random_student):
 
 @pytest.fixture
 def random_student(tmp_path):
-    from vlm.backends.learned import build_net, save_learned
-    from vlm.prompts import prompt_hash
+    from vlm.random_models import save_random_student
 
-    path, prompt = tmp_path / "random.pt", make_prompt(TASK)
-    meta = dict(
-        camera="front",
-        image_hw=[16, 16],
-        num_frames=4,
-        width=4,
-        prompt=prompt,
-        prompt_hash=prompt_hash(prompt),
-        labels="random",
-    )
-    save_learned(path, build_net(4, 4), meta)
-    return path
+    return save_random_student(tmp_path / "random.pt", make_prompt(TASK), side=16, width=4)
 
 
 def test_evaluate_refuses_bad_input_in_one_line(store, tmp_path, random_student):
