@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+from vlm.backends.learned import build_net, save_learned
 from vlm.errors import VLMError
+from vlm.prompts import prompt_hash
 
 VLMArch = Literal["qwen2-vl", "idefics3"]
 VLMSize = Literal["tiny", "smolvlm-256m"]
@@ -192,9 +194,6 @@ def save_random_student(
 ) -> Path:
     """Saves a ``scorer:learned`` file with random weights (``vlm.backends.learned``) for ``side`` px frames of
     ``camera`` and ``prompt``: the student's real architecture, for speed measurements and tests."""
-    from vlm.backends.learned import build_net, save_learned
-    from vlm.prompts import prompt_hash
-
     meta = dict(
         camera=camera,
         image_hw=[side, side],
