@@ -48,3 +48,6 @@ for task in lift place; do
     pairs "twin/$task/demos$demos/uniform" "twin/$task/demos$demos/vlm-oracle" "twin/$task/demos$demos/vlm-learned"
   done
 done
+
+# The registered test over what ran (grid.md, grid.json, curves.png in OUT).
+python_script benchmarks/replay_grid_report.py --results "$OUT/results.jsonl" --out "$OUT"
