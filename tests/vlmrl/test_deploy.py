@@ -118,7 +118,11 @@ def test_deploy_takes_task_image_size_cameras_and_rate_from_the_policy_file(tmp_
             {},
             r"acts at 10 Hz \(trained with --sim.control-hz 10\), not --twin-control-hz 20",
         ),
-        ({"action_mode": "ee_delta"}, {}, r"outputs 'ee_delta' actions"),
+        (
+            {"action_mode": "torque"},
+            {},
+            r"outputs 'torque' actions: an arm takes absolute, delta or ee_delta",
+        ),
         (
             {"action_mode": "delta", "max_windup_deg": 16.0},
             {"windup": 4.0},
@@ -159,6 +163,69 @@ def test_a_joint_delta_policy_moves_the_arm_by_its_scaled_deltas(tmp_path):
     # Deltas of at most 8 degrees (25 for the gripper) per step never trip the joint step limit (8 to 15);
     # sent as absolute targets, values in [-1, 1] would (the arm starts tens of degrees away from 0).
     assert "max_step" not in metrics["loop"]["safety_clips"]
+
+
+def test_an_end_effector_policy_deploys_through_the_twins_kinematics(tmp_path):
+    ee = gym.spaces.Box(-1.0, 1.0, (5,), np.float32)
+    policy = export(tmp_path, JOINTS_AND_FRONT, run=run_info(action_mode="ee_delta"), actions=ee)
+    assert deploy.main(config(tmp_path, policy)) == 0
+    metrics = json.loads((tmp_path / "deploy" / "metrics.json").read_text())
+    assert metrics["episodes"][0]["steps"] == 8 and metrics["episodes"][0]["policy_non_finite"] == 0
+    # Tool moves of at most 2 cm per step, solved by IK: the first step turns the gripper from the home pose's
+    # pitch (60 degrees down) to the steepest one IK reaches (90), which the joint step limit spreads over a few
+    # steps, as it would on an arm; nothing else is clipped.
+    assert (
+        set(metrics["loop"]["safety_clips"]) <= {"max_step"}
+        and metrics["loop"]["safety_clips"].get("max_step", 0) <= 4
+    )
+    wrong = export(
+        tmp_path, JOINTS_AND_FRONT, "six.pt", run=run_info(action_mode="ee_delta"), actions=ee_six()
+    )
+    with pytest.raises(ConfigError, match=r"outputs 6 actions; the robot takes 6 .*, as 5 ee_delta values"):
+        deploy.main(config(tmp_path, wrong))
+
+
+def ee_six():
+    return gym.spaces.Box(-1.0, 1.0, (6,), np.float32)
+
+
+def test_end_effector_actions_move_the_arm_as_in_the_twin(tmp_path):
+    """The converter an arm uses (measured joints, the last command sent) gives the joint targets the twin's
+    own ee_delta mode gives from the same state, and a new episode starts from the measured tool point."""
+    from sim.so101.env import SO101Env
+    from sim.so101.kinematics import forward_kinematics
+
+    twin = SO101Env(SimConfig(task="lift", cameras=(), action_mode="ee_delta"))
+    twin.reset(seed=3)
+    keys = list(SO101_JOINT_KEYS)
+
+    class Arm:  # what EndEffectorDeltas reads of a LeRobotEnv, from the twin's state
+        action_keys = keys
+        cfg = LeRobotEnvConfig()
+
+        @property
+        def measured(self):
+            return {f"{n}.pos": v for n, v in twin.sim.joint_positions().items()}
+
+        def last_sent(self, caller=""):
+            return twin._targets.copy()
+
+    convert = policy_episodes.action_converter(run_info(action_mode="ee_delta"))
+    assert isinstance(convert, policy_episodes.EndEffectorDeltas) and convert.max_delta_m == 0.02
+    convert.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        action = rng.uniform(-1, 1, 5).astype(np.float32)
+        ours = convert(Arm(), action)
+        twin.step(action)
+        np.testing.assert_allclose(ours, twin._targets, atol=1e-3)  # degrees
+    before = forward_kinematics(Arm().measured)
+    convert.reset()
+    up = convert(Arm(), np.array([0, 0, 1, 0, 0], np.float32))
+    moved = forward_kinematics(dict(zip(keys, up.tolist(), strict=True))) - before
+    np.testing.assert_allclose(moved, [0.0, 0.0, 0.02], atol=2e-3)
+    with pytest.raises(ConfigError, match=r"an ee_delta action has 5 values"):
+        convert(Arm(), np.zeros(6, np.float32))
 
 
 def test_cli_parses_robot_type_and_reports_a_missing_port_as_one_line(tmp_path, capsys):

@@ -12,6 +12,9 @@ from typing import Any
 import numpy as np
 
 from robot.config import LeRobotEnvConfig
+from sim.config import SimConfig, joint_delta_scale
+from sim.so101.env import EE_ACTION_NAMES, EE_WORKSPACE_HIGH_M, EE_WORKSPACE_LOW_M
+from sim.so101.kinematics import forward_kinematics, solve_ik
 from sim.so101.tasks import TASKS
 from vlmrl.deployment.robot_env import RobotConfigT, RobotEnvConfig
 from vlmrl.errors import ConfigError
@@ -68,11 +71,8 @@ def fit_to_policy(cfg: RobotConfigT, run: dict[str, Any], reads_pixels: bool, so
             f"{source} was trained in {run['suite']!r} ({run.get('task')}); deploy, evaluate on twin units and finetune drive SO-101 arms (--sim.suite so101)"
         )
     mode = run.get("action_mode", "absolute")
-    if mode not in ("absolute", "delta"):
-        raise ConfigError(
-            f"{source} outputs {mode!r} actions (tool-centre-point moves), which cannot be sent to an arm yet: "
-            "train with --sim.action-mode absolute or delta"
-        )
+    if mode not in ("absolute", "delta", "ee_delta"):
+        raise ConfigError(f"{source} outputs {mode!r} actions: an arm takes absolute, delta or ee_delta ones")
     defaults, env_defaults = RobotEnvConfig(), LeRobotEnvConfig()
     changes: dict[str, Any] = {}
     env_changes: dict[str, Any] = {}
@@ -153,12 +153,98 @@ def warm_up(policy: Any, calls: int) -> None:
         policy(dummy)
 
 
+class JointDeltas:
+    """A joint-delta policy's actions (``--sim.action-mode delta``) as an arm's joint targets:
+    ``LeRobotEnv.delta_targets`` with the policy's per-joint scale."""
+
+    def __init__(self, scale: list[float]) -> None:
+        self.scale = scale
+
+    def reset(self) -> None:
+        """Nothing to forget: each step moves from the last command sent."""
+
+    def __call__(self, env: Any, action: np.ndarray) -> np.ndarray:
+        return env.delta_targets(action, self.scale)
+
+
+class EndEffectorDeltas:
+    """An end-effector policy's actions (``--sim.action-mode ee_delta``: ``EE_ACTION_NAMES`` in [-1, 1]) as an
+    arm's joint targets, as the twin turns them (``sim.so101.env``): the commanded tool centre point starts
+    where the measured joints put it (the twin's closed-form forward kinematics), moves by up to
+    ``max_delta_m`` per step inside the twin's workspace box, and the closed-form IK (gripper pointing as
+    steeply down as reachable) gives the first four joints; a point out of reach holds the arm's pose. Wrist
+    roll and gripper move from the last command the safety layer let through, by ``max_delta_deg`` and
+    ``max_delta_gripper``; every target stays within the safety layer's joint limits. The kinematics are the
+    twin's model of an SO-101, so on a real arm the tool reaches where that model says, up to its
+    calibration error; the camera closes the loop."""
+
+    def __init__(self, max_delta_m: float, max_delta_deg: float, max_delta_gripper: float) -> None:
+        self.max_delta_m, self.max_delta_deg, self.max_delta_gripper = (
+            max_delta_m,
+            max_delta_deg,
+            max_delta_gripper,
+        )
+        self.tcp_target: np.ndarray | None = None
+
+    def reset(self) -> None:
+        """A new episode: the next step starts from where the measured joints put the tool."""
+        self.tcp_target = None
+
+    def __call__(self, env: Any, action: np.ndarray) -> np.ndarray:
+        a = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
+        if a.shape != (len(EE_ACTION_NAMES),):
+            raise ConfigError(
+                f"an ee_delta action has {len(EE_ACTION_NAMES)} values {EE_ACTION_NAMES}, got {a.shape}"
+            )
+        keys = list(env.action_keys)
+        targets = env.last_sent("ee_delta_targets").astype(np.float64)
+        if self.tcp_target is None:
+            self.tcp_target = forward_kinematics(env.measured)
+        tcp = np.clip(self.tcp_target + a[:3] * self.max_delta_m, EE_WORKSPACE_LOW_M, EE_WORKSPACE_HIGH_M)
+        solution = solve_ik(tcp)
+        if solution is not None:  # out of reach: the arm holds its pose
+            self.tcp_target = tcp
+            for name, value in solution[0].items():
+                targets[keys.index(f"{name}.pos")] = value
+        targets[keys.index("wrist_roll.pos")] += a[3] * self.max_delta_deg
+        targets[keys.index("gripper.pos")] += a[4] * self.max_delta_gripper
+        limits = env.cfg.safety.joint_limits
+        low = np.array([limits[k][0] for k in keys], dtype=np.float64)
+        high = np.array([limits[k][1] for k in keys], dtype=np.float64)
+        return np.clip(targets, low, high).astype(np.float32)
+
+
+ActionConverter = JointDeltas | EndEffectorDeltas
+"""Turns a policy's actions into an arm's absolute joint targets (None: the policy outputs them)."""
+
+
+def action_converter(run: dict[str, Any]) -> ActionConverter | None:
+    """The converter a policy's actions need on an arm, from its run info (``policy_run_info``); a scale the
+    run info lacks (a policy exported before it was recorded) is the twin's default, which it trained with."""
+    mode = run.get("action_mode", "absolute")
+    default = SimConfig()
+    if mode == "delta":
+        return JointDeltas(joint_delta_scale(run["max_delta_deg"], run["max_delta_gripper"]))
+    if mode == "ee_delta":
+        return EndEffectorDeltas(
+            float(run.get("max_delta_m", default.max_delta_m)),
+            float(run.get("max_delta_deg", default.max_delta_deg)),
+            float(run.get("max_delta_gripper", default.max_delta_gripper)),
+        )
+    return None
+
+
+def policy_action_size(run: dict[str, Any], arm_actions: int) -> int:
+    """How many values the policy must output to drive an arm taking ``arm_actions`` joint targets."""
+    return len(EE_ACTION_NAMES) if run.get("action_mode") == "ee_delta" else arm_actions
+
+
 def run_policy_episode(
-    env: Any, policy: Any, seed: int, delta_scale: list[float] | None, video_key: str | None = None
+    env: Any, policy: Any, seed: int, convert: ActionConverter | None, video_key: str | None = None
 ) -> tuple[dict[str, Any], list[np.ndarray]]:
     """One episode of an exported ``policy`` on a robot env (a ``LeRobotEnv``) from reset seed ``seed``; a
-    joint-delta policy's actions go through ``env.delta_targets(action, delta_scale)``, a non-finite action
-    holds the last safe command.
+    joint-delta or end-effector policy's actions go through ``convert`` (``action_converter``) into joint
+    targets, a non-finite action holds the last safe command.
 
     Returns:
         ``return``, ``success``, ``steps``, ``policy_non_finite`` (actions held) and ``safety_clips`` (this
@@ -167,6 +253,8 @@ def run_policy_episode(
     frames: list[np.ndarray] = []
     clips: Counter[str] = Counter()
     obs, info = env.reset(seed=seed)
+    if convert is not None:
+        convert.reset()
     total, steps, held, done = 0.0, 0, 0, False
     while not done:
         if video_key in obs:
@@ -175,8 +263,8 @@ def run_policy_episode(
         if not np.all(np.isfinite(action)):
             held += 1  # the policy misbehaved: keep the last safe command
             action = np.asarray(list((env.safety.last_command or env.measured).values()), np.float32)
-        elif delta_scale is not None:
-            action = env.delta_targets(action, delta_scale)
+        elif convert is not None:
+            action = convert(env, action)
         obs, reward, terminated, truncated, info = env.step(action)
         clips.update(reason.split(":")[0] for reason in info.get("safety", ()))
         total += float(reward)
@@ -238,6 +326,7 @@ def policy_run_info(sim: Any, policy_obs: str, source: str = "vlmrl train") -> d
         "action_mode": sim.action_mode,
         "max_delta_deg": sim.max_delta_deg,
         "max_delta_gripper": sim.max_delta_gripper,
+        "max_delta_m": getattr(sim, "max_delta_m", SimConfig().max_delta_m),
         "max_windup_deg": getattr(sim, "max_windup_deg", 0.0),
         "max_episode_steps": episode_steps_of(sim),
         "randomize": asdict(sim.randomize) if hasattr(sim, "randomize") else None,

@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from robot.config import ArmConfig, LeRobotEnvConfig
-from sim.config import joint_delta_scale
 from vlmrl.errors import ConfigError
 from vlmrl.evaluation.perturbation_grid import row_figures, write_views
 
@@ -62,15 +61,18 @@ def run_units(
     """Run ``policy`` (an exported policy, ``source`` naming it) on the twin of each unit in ``names`` over
     ``seeds``; each unit's clipped commands go to ``out_dir/units/<name>/safety.jsonl``."""
     from sim.units import NOMINAL, UNITS
-    from vlmrl.deployment.policy_episodes import fit_to_policy, refuse_privileged, run_policy_episode
+    from vlmrl.deployment.policy_episodes import (
+        action_converter,
+        fit_to_policy,
+        refuse_privileged,
+        run_policy_episode,
+    )
     from vlmrl.deployment.robot_env import RobotEnvConfig, check_policy_fits, make_robot_env
 
     run = policy.run
     refuse_privileged(policy.obs_spec, run, source)
     reads_pixels = any(k.startswith("pixels/") for k in policy.obs_spec)
-    delta_scale = None
-    if run.get("action_mode") == "delta":
-        delta_scale = joint_delta_scale(run["max_delta_deg"], run["max_delta_gripper"])
+    convert = action_converter(run)
     rows, frames = {}, {}
     for name in names:
         cfg = RobotEnvConfig(
@@ -87,9 +89,7 @@ def run_units(
             camera = next((k for k in policy.obs_spec if k.startswith("pixels/")), None)
             episodes, first = [], []
             for i, seed in enumerate(seeds):
-                result, seen = run_policy_episode(
-                    env, policy, seed, delta_scale, camera if i < views else None
-                )
+                result, seen = run_policy_episode(env, policy, seed, convert, camera if i < views else None)
                 episodes.append({"seed": seed, **result})
                 if seen:
                     first.append(seen[0])

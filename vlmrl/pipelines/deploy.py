@@ -16,8 +16,10 @@ A policy file written by ``vlmrl train`` records how it was trained (``policy_ru
 and their calibration ids, image size, control rate, action mode). Deploy takes each of those it was not
 given (options left at their defaults) from the file, episodes as long as its training episodes among
 them, and refuses a policy that cannot run as asked, with the reason: one that reads the simulator's
-privileged ``state``, another task, another image size or control rate, end-effector actions. Joint-delta policies (``--sim.action-mode delta``) run through
-``LeRobotEnv.delta_targets``.
+privileged ``state``, another task, another image size or control rate. Joint-delta policies
+(``--sim.action-mode delta``) run through ``LeRobotEnv.delta_targets``; end-effector policies (``ee_delta``)
+through the twin's closed-form kinematics on the measured joints
+(``vlmrl.deployment.policy_episodes.EndEffectorDeltas``).
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from robot.signals import interrupt_on_signals
-from sim.config import joint_delta_scale
 from sim.video import write_video
 from vlmrl.deployment.policy_episodes import (
+    action_converter,
     clip_counts_line,
     describe_run,
+    policy_action_size,
     refuse_privileged,
     run_policy_episode,
     warm_up,
@@ -87,9 +90,7 @@ def main(cfg: Config) -> int:
     refuse_privileged(policy.obs_spec, policy.run, f"policy {cfg.policy}")
     cfg = fit_to_policy(cfg, policy.run, any(k.startswith("pixels/") for k in policy.obs_spec))
     print(f"deploy: {describe_run(policy.run)}")
-    delta_scale = None
-    if policy.run.get("action_mode") == "delta":
-        delta_scale = joint_delta_scale(policy.run["max_delta_deg"], policy.run["max_delta_gripper"])
+    convert = action_converter(policy.run)
     warm_up(policy, cfg.warmup_calls)
     new = NewPaths(cfg.out_dir, ["safety.jsonl"])  # a failed check leaves the last run's files as they were
     with new.removed_on_failure():
@@ -98,15 +99,21 @@ def main(cfg: Config) -> int:
     with interrupt_on_signals(), env:
         with new.removed_on_failure():
             check_policy_fits(policy.obs_spec, env, f"policy {cfg.policy}")
-            if policy.action_low.shape != env.action_space.shape:
+            wanted = policy_action_size(policy.run, env.action_space.shape[0])
+            if policy.action_low.shape != (wanted,):
                 raise ConfigError(
                     f"policy {cfg.policy} outputs {policy.action_low.shape[0]} actions; the robot takes "
                     f"{env.action_space.shape[0]} ({list(env.action_keys)})"
+                    + (
+                        f", as {wanted} {policy.run['action_mode']} values"
+                        if wanted != env.action_space.shape[0]
+                        else ""
+                    )
                 )
         write_config(cfg, cfg.out_dir)
         for episode in range(cfg.episodes):
             key = f"pixels/{cfg.video_camera}"
-            result, frames = run_policy_episode(env, policy, cfg.seed + episode, delta_scale, key)
+            result, frames = run_policy_episode(env, policy, cfg.seed + episode, convert, key)
             video = None
             if frames:
                 video = str(
