@@ -100,7 +100,19 @@ def complete(runs: dict[str, dict[int, dict]], cell: str) -> bool:
     return all(seed in runs.get(cell, {}) for seed in ISSUE35_SEEDS)
 
 
+def on_schedule(row: dict) -> dict:
+    """``row`` with each evaluation's step put on its schedule: an evaluation runs at the first episode end past
+    each multiple of ``eval_every_steps``, so episodes that end at success put seeds' evaluations a few steps
+    apart (40,034 and 40,138), and the seed-mean curve compares the k-th evaluations."""
+    every = float(row.get("eval_every_steps") or 0)
+    if every <= 0:
+        return row
+    evals = [{**e, "step": every * round(e["step"] / every)} for e in row["evals"]]
+    return {**row, "evals": evals}
+
+
 def cell_figures(rows: list[dict]) -> dict:
+    rows = sorted((on_schedule(r) for r in rows), key=lambda r: int(r["seed"]))
     steps, curve, half = mean_curve(rows)
     finals = [float(r["final_success"]) for r in rows]
     return {
