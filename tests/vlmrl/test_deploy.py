@@ -190,8 +190,8 @@ def ee_six():
 
 
 def test_end_effector_actions_move_the_arm_as_in_the_twin(tmp_path):
-    """The converter an arm uses (measured joints, the last command sent) gives the joint targets the twin's
-    own ee_delta mode gives from the same state, and a new episode starts from the measured tool point."""
+    """The converter an arm uses (the last command sent) gives the joint targets the twin's own ee_delta mode
+    gives from the same state, and moves the tool from where that command puts it."""
     from sim.so101.env import SO101Env
     from sim.so101.kinematics import forward_kinematics
 
@@ -203,25 +203,21 @@ def test_end_effector_actions_move_the_arm_as_in_the_twin(tmp_path):
         action_keys = keys
         cfg = LeRobotEnvConfig()
 
-        @property
-        def measured(self):
-            return {f"{n}.pos": v for n, v in twin.sim.joint_positions().items()}
-
         def last_sent(self, caller=""):
             return twin._targets.copy()
 
     convert = policy_episodes.action_converter(run_info(action_mode="ee_delta"))
     assert isinstance(convert, policy_episodes.EndEffectorDeltas) and convert.max_delta_m == 0.02
-    convert.reset()
     rng = np.random.default_rng(0)
     for _ in range(12):
         action = rng.uniform(-1, 1, 5).astype(np.float32)
         ours = convert(Arm(), action)
         twin.step(action)
         np.testing.assert_allclose(ours, twin._targets, atol=1e-3)  # degrees
-    before = forward_kinematics(Arm().measured)
-    convert.reset()
-    up = convert(Arm(), np.array([0, 0, 1, 0, 0], np.float32))
+    before = forward_kinematics(dict(zip(keys, Arm().last_sent().tolist(), strict=True)))
+    up = convert(
+        Arm(), np.array([0, 0, 1, 0, 0], np.float32)
+    )  # from the last command, not a point of its own
     moved = forward_kinematics(dict(zip(keys, up.tolist(), strict=True))) - before
     np.testing.assert_allclose(moved, [0.0, 0.0, 0.02], atol=2e-3)
     with pytest.raises(ConfigError, match=r"an ee_delta action has 5 values"):

@@ -169,14 +169,17 @@ class JointDeltas:
 
 class EndEffectorDeltas:
     """An end-effector policy's actions (``--sim.action-mode ee_delta``: ``EE_ACTION_NAMES`` in [-1, 1]) as an
-    arm's joint targets, as the twin turns them (``sim.so101.env``): the commanded tool centre point starts
-    where the measured joints put it (the twin's closed-form forward kinematics), moves by up to
-    ``max_delta_m`` per step inside the twin's workspace box, and the closed-form IK (gripper pointing as
-    steeply down as reachable) gives the first four joints; a point out of reach holds the arm's pose. Wrist
-    roll and gripper move from the last command the safety layer let through, by ``max_delta_deg`` and
-    ``max_delta_gripper``; every target stays within the safety layer's joint limits. The kinematics are the
-    twin's model of an SO-101, so on a real arm the tool reaches where that model says, up to its
-    calibration error; the camera closes the loop."""
+    arm's joint targets, as the twin turns them (``sim.so101.env``): the tool centre point the last command
+    the safety layer let through puts the tool at (the twin's closed-form forward kinematics; right after a
+    reset, the measured pose) moves by up to ``max_delta_m`` inside the twin's workspace box, and the
+    closed-form IK (gripper pointing as steeply down as reachable) gives the first four joints; a point out of
+    reach holds the arm's pose. Wrist roll and gripper move from the last command by ``max_delta_deg`` and
+    ``max_delta_gripper``; every target stays within the safety layer's joint limits.
+
+    Each step starts from what was really sent, not from a tool point of its own, so a move the safety layer
+    clipped does not wind up (as ``LeRobotEnv.delta_targets``); where nothing is clipped this is the twin's
+    own sequence of targets. The kinematics are the twin's model of an SO-101, so on a real arm the tool
+    reaches where that model says, up to the arm's calibration error; the camera closes the loop."""
 
     def __init__(self, max_delta_m: float, max_delta_deg: float, max_delta_gripper: float) -> None:
         self.max_delta_m, self.max_delta_deg, self.max_delta_gripper = (
@@ -184,11 +187,9 @@ class EndEffectorDeltas:
             max_delta_deg,
             max_delta_gripper,
         )
-        self.tcp_target: np.ndarray | None = None
 
     def reset(self) -> None:
-        """A new episode: the next step starts from where the measured joints put the tool."""
-        self.tcp_target = None
+        """Nothing to forget: each step moves from the last command sent."""
 
     def __call__(self, env: Any, action: np.ndarray) -> np.ndarray:
         a = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
@@ -198,12 +199,9 @@ class EndEffectorDeltas:
             )
         keys = list(env.action_keys)
         targets = env.last_sent("ee_delta_targets").astype(np.float64)
-        if self.tcp_target is None:
-            self.tcp_target = forward_kinematics(env.measured)
-        tcp = np.clip(self.tcp_target + a[:3] * self.max_delta_m, EE_WORKSPACE_LOW_M, EE_WORKSPACE_HIGH_M)
-        solution = solve_ik(tcp)
+        tool = forward_kinematics(dict(zip(keys, targets.tolist(), strict=True)))
+        solution = solve_ik(np.clip(tool + a[:3] * self.max_delta_m, EE_WORKSPACE_LOW_M, EE_WORKSPACE_HIGH_M))
         if solution is not None:  # out of reach: the arm holds its pose
-            self.tcp_target = tcp
             for name, value in solution[0].items():
                 targets[keys.index(f"{name}.pos")] = value
         targets[keys.index("wrist_roll.pos")] += a[3] * self.max_delta_deg
