@@ -87,6 +87,14 @@ python_script benchmarks/deployable_tasks.py --tasks reach lift push place --see
 # Section 9 (session of 2026-12-04 18:16): lift with a higher target entropy, seeds 0-4 (lift_target_entropy.json).
 python_script benchmarks/deployable_tasks.py --tasks lift --seeds 0 1 2 3 4 --train-args '--agent.target-entropy -3' \
   --runs-dir "$OUT/target-entropy" --json "$OUT/lift_target_entropy.json"
+# Section 11 (session of 2026-12-04 21:09): end-effector actions on the four tasks, seeds 0-4 (ee_delta.json), and
+# seed 0's lift and place policies through `vlmrl deploy` on the twin arm path.
+python_script benchmarks/deployable_tasks.py --tasks reach push place lift --seeds 0 1 2 3 4 \
+  --train-args '--sim.action-mode ee_delta' --runs-dir "$OUT/ee-delta" --json "$OUT/ee_delta.json"
+for task in lift place; do
+  logged "$OUT/logs/deploy-ee-$task-s0.log" vlmrl deploy --policy "$OUT/ee-delta/$task-s0/policy.pt" --episodes 10 \
+    --out-dir "$OUT/deploy-ee-$task-s0"
+done
 # Section 10: place from a state teacher (seed 0's state run) distilled into robot-observation students (place_teacher.json).
 train place-state-teacher-s0 "${DEP[@]}" --sim.task place --seed 0 "${STATE[@]}"
 for s in 0 1 2 3 4; do
