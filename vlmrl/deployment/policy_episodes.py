@@ -160,9 +160,6 @@ class JointDeltas:
     def __init__(self, scale: list[float]) -> None:
         self.scale = scale
 
-    def reset(self) -> None:
-        """Nothing to forget: each step moves from the last command sent."""
-
     def __call__(self, env: Any, action: np.ndarray) -> np.ndarray:
         return env.delta_targets(action, self.scale)
 
@@ -187,9 +184,6 @@ class EndEffectorDeltas:
             max_delta_deg,
             max_delta_gripper,
         )
-
-    def reset(self) -> None:
-        """Nothing to forget: each step moves from the last command sent."""
 
     def __call__(self, env: Any, action: np.ndarray) -> np.ndarray:
         a = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
@@ -251,8 +245,6 @@ def run_policy_episode(
     frames: list[np.ndarray] = []
     clips: Counter[str] = Counter()
     obs, info = env.reset(seed=seed)
-    if convert is not None:
-        convert.reset()
     total, steps, held, done = 0.0, 0, 0, False
     while not done:
         if video_key in obs:
