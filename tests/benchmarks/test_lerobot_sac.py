@@ -95,9 +95,15 @@ def test_lerobot_update_on_twin_batches_changes_its_weights_and_follows_its_lear
 ):
     obs_map = bench.ObservationMap(lr)
     agent = learner(lr, utd_ratio=2, policy_update_freq=2)
-    for seed in (0, 1):  # two 50-step reach episodes
-        for transition in bench.episode(reach_env, obs_map, lambda o: reach_env.action_space.sample(), seed):
+    rng = np.random.default_rng(0)
+    seed = 0
+    while len(agent.online) < 100:  # 50-step reach episodes; a random one may end early at success
+        assert not agent.ready()
+        for transition in bench.episode(
+            reach_env, obs_map, lambda o: rng.uniform(-1, 1, 6).astype(np.float32), seed
+        ):
             agent.add(agent.online, *transition)
+        seed += 1
     assert agent.ready()  # 100 transitions: LeRobot's online_step_before_learning
     policy = agent.policy
     before = {name: p.detach().clone() for name, p in policy.named_parameters()}
