@@ -64,7 +64,8 @@ def test_a_complete_better_cell_is_the_headline_with_welch_and_holm(tmp_path: Pa
     # uniform reaches its final 0.25 (seed mean) at 7,500 steps; the better cell at 2,500 + 0.1/0.32 of 2,500
     assert test["uniform_steps_to_own_final"] == pytest.approx(7500.0)
     assert test["steps_to_uniform_final"] == pytest.approx(2500 + (0.25 - 0.14) / (0.48 - 0.14) * 2500)
-    assert rep["headline"] == ["twin/lift/demos0/vlm-oracle"]
+    assert rep["headline"] == ["twin/lift/demos0/vlm-oracle"] and test["headline_by"] == ["success", "steps"]
+    assert "twin/lift/demos0/vlm-oracle (by success and steps)" in grid.markdown(rep)
 
     learned = next(t for t in rep["comparisons"] if t["cell"] == "twin/lift/demos0/vlm-learned")
     assert not learned["complete"] and learned["p_holm"] is None and not learned["headline"]
