@@ -190,13 +190,25 @@ def save_random_vlm(
 
 
 def save_random_student(
-    path: str | Path, prompt: str, side: int, num_frames: int = 4, width: int = 16, camera: str = "front"
+    path: str | Path,
+    prompt: str,
+    side: int | tuple[int, int],
+    num_frames: int = 4,
+    width: int = 16,
+    camera: str = "front",
+    seed: int | None = None,
 ) -> Path:
-    """Saves a ``scorer:learned`` file with random weights (``vlm.backends.learned``) for ``side`` px frames of
-    ``camera`` and ``prompt``: the student's real architecture, for speed measurements and tests."""
+    """Saves a ``scorer:learned`` file with random weights (``vlm.backends.learned``) for frames of ``side`` px
+    (square) or ``(height, width)`` of ``camera`` and ``prompt``: the student's real architecture, for speed
+    measurements and tests. ``seed``: seeds torch first (None: its current state)."""
+    if seed is not None:
+        import torch
+
+        torch.manual_seed(seed)
+    image_hw = [side, side] if isinstance(side, int) else list(side)
     meta = dict(
         camera=camera,
-        image_hw=[side, side],
+        image_hw=image_hw,
         num_frames=num_frames,
         width=width,
         prompt=prompt,

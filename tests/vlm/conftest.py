@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from vlm import Clip
-from vlm.random_models import save_random_clip, save_random_vlm
+from vlm.random_models import save_random_clip, save_random_student, save_random_vlm
 
 
 @pytest.fixture(scope="session")
@@ -159,22 +159,9 @@ def oracle_argv(tmp_path):
 
 def save_random_learned(path, prompt, image_hw=(24, 32), camera="front", num_frames=4, width=8, seed=0):
     """A learned scorer file with random weights (a fitted one comes from `vlmrl scorer fit`)."""
-    import torch
-
-    from vlm.backends.learned import build_net, save_learned
-    from vlm.prompts import prompt_hash
-
-    torch.manual_seed(seed)
-    meta = dict(
-        camera=camera,
-        image_hw=list(image_hw),
-        num_frames=num_frames,
-        width=width,
-        prompt=prompt,
-        prompt_hash=prompt_hash(prompt),
-        labels="random",
+    save_random_student(
+        path, prompt, tuple(image_hw), num_frames=num_frames, width=width, camera=camera, seed=seed
     )
-    save_learned(path, build_net(num_frames, width), meta)
     return path
 
 
