@@ -102,6 +102,7 @@ def run_record(task: str, seed: int, run_dir: Path, reeval_episodes: int = 0) ->
         "task": task,
         "seed": seed,
         "steps": config["total_steps"],
+        "action_mode": config["sim"]["action_mode"],
         "final_success": round(successes[-1], 4) if successes else None,
         "best": round(max(successes), 4) if successes else None,
         "best_minus_last3": round(max(successes) - sum(last3) / len(last3), 4) if successes else None,
@@ -125,6 +126,7 @@ def summarize(records: list[dict[str, object]]) -> dict[str, object]:
             "seeds": [r["seed"] for r in rows],
             "finals": finals,
             "steps": sorted({r["steps"] for r in rows}),
+            "action_mode": sorted({str(r.get("action_mode", "")) for r in rows} - {""}),
             "commit": sorted({str(r["commit"]) for r in rows}),
             "cpu_model": sorted({str(r["cpu"]) for r in rows}),
         }

@@ -65,7 +65,10 @@ LIFT_SPEC: dict[str, tuple[tuple[int, ...], str]] = {
     "pixels/front": ((IMAGE_PX, IMAGE_PX, 3), "uint8"),
     "state": ((23,), "float32"),
 }
-ACTION_DIM = 6
+ACTION_DIM = 5
+"""The recipe's lift action: 5 end-effector values since issue #32's recipe change (the figures in
+results/bench/gpu_paths.json were measured with its 6 joint deltas before; one action value fewer in the actor's
+and critics' first and last layers)."""
 
 
 def best_rate(fn: Callable[[], object], items: int, repeats: int, cuda: bool) -> float:

@@ -39,8 +39,8 @@ two to how it is imported, both at runtime in this process, site-packages untouc
    does for a policy made from scratch (features set on the config, moved to the config's device).
 
 Settings the harness chooses (``LEROBOT_SETTINGS``): the config's features (``observation.state`` = the 6
-joints, ``observation.images.front`` = the 64 px frame as 3x64x64 in [0, 1], ``action`` = 6 joint deltas
-in [-1, 1], the twin's action space and the tanh policy's range), converted by LeRobot's own
+joints, ``observation.images.front`` = the 64 px frame as 3x64x64 in [0, 1], ``action`` = the twin's action in [-1, 1]: 6 joint deltas on reach, 5 end-effector values on lift, as the
+recipe sets; the tanh policy's range), converted by LeRobot's own
 ``VanillaObservationProcessorStep`` as its gym path does (no normalisation: LeRobot's RL actor and learner
 apply none); batch size 128 (ours); buffer capacities that hold the whole run; ``device="cpu"``; one torch
 thread per process. Everything else is ``SACConfig``'s default (discount 0.99, temperature 1.0, 2 critics
@@ -109,7 +109,8 @@ LEROBOT_SETTINGS = {
     "observation": "observation.state = the 6 joint keys in LeRobot's order (degrees, gripper 0-100), "
     "observation.images.front = the 64 px frame, 3x64x64 float in [0, 1], through LeRobot's "
     "VanillaObservationProcessorStep; no normalisation (LeRobot's RL loop applies none)",
-    "action": "6 joint deltas in [-1, 1]: the twin's action space and the range of LeRobot's tanh policy",
+    "action": "the recipe's action in [-1, 1] (6 joint deltas on reach, 5 end-effector values on lift): the twin's "
+    "action space and the range of LeRobot's tanh policy",
     "batch_size": f"{BATCH_SIZE}, as ours; halved between online and offline buffers with demonstrations "
     "(LeRobot's learner), as ours' prior share of 0.5",
     "buffers": "lerobot.rl.buffer.ReplayBuffer with optimize_memory=True and its DrQ shift, as learner.py builds them",

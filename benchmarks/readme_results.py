@@ -79,6 +79,10 @@ def bench_rows(bench_dir: Path) -> list[str]:
     return rows
 
 
+ACTION_WORDS = {"delta": "joint deltas", "ee_delta": "end effector", "absolute": "joint targets"}
+"""``--sim.action-mode`` in the deployable table's words."""
+
+
 def deployable_table(bench_dir: Path) -> str:
     """The README's table of the deployable recipe per task, from ``deployable_tasks.json`` (between its markers)."""
     path = bench_dir / "deployable_tasks.json"
@@ -90,8 +94,8 @@ def deployable_table(bench_dir: Path) -> str:
         return "\n".join([*lines, f"Not measured yet: `{command}`.", DEPLOYABLE_END])
     tasks = json.loads(path.read_text()).get("tasks", {})
     lines += [
-        "| task | seeds | final success, mean ± sd | per seed | best - last 3 | fresh seeds, final | env steps | commit | CPU |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| task | actions | seeds | final success, mean ± sd | per seed | best - last 3 | fresh seeds, final | env steps | commit | CPU |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for task, fig in tasks.items():
         finals = ", ".join(f"{f:.0%}" for f in fig["finals"])
@@ -104,8 +108,9 @@ def deployable_table(bench_dir: Path) -> str:
         commits = ", ".join(str(c)[:7] for c in fig["commit"])
         cpus = ", ".join(fig["cpu_model"])
         seeds = ", ".join(str(s) for s in fig["seeds"])
+        actions = ", ".join(ACTION_WORDS.get(m, m) for m in fig.get("action_mode", [])) or "?"
         lines.append(
-            f"| {task} | {seeds} | {mean} | {finals} | {fig['best_minus_last3'] * 100:.0f} points | {fresh_text} "
+            f"| {task} | {actions} | {seeds} | {mean} | {finals} | {fig['best_minus_last3'] * 100:.0f} points | {fresh_text} "
             f"| {steps} | {commits} | {cpus} |"
         )
     lines += [

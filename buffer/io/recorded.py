@@ -53,7 +53,7 @@ def open_recorded(
 
 ActionMap = Callable[[np.ndarray, Callable[[str], np.ndarray]], np.ndarray]
 """An episode's actions (steps x action size) -> the actions to store, given a reader of the episode's
-observation rows by key (``vlmrl.loop.prior_data.absolute_to_delta``)."""
+observation rows by key (``vlmrl.loop.prior_data.absolute_to_agent``)."""
 ObsMap = Callable[[Callable[[str], np.ndarray]], np.ndarray]
 """An observation array the target stores, made from a reader of the source episode's rows by key."""
 

@@ -34,7 +34,13 @@ from sim.rewards import shaped_or_sparse_reward
 from sim.so101.arm import CAMERAS, SO101Sim, joint_limits
 from sim.so101.calibrated_cameras import apply_camera_calibration, calibration_uncertainty
 from sim.so101.geometry import HOME_TCP
-from sim.so101.kinematics import inverse_kinematics, solve_ik
+from sim.so101.kinematics import (
+    EE_ACTION_NAMES,
+    EE_WORKSPACE_HIGH_M,
+    EE_WORKSPACE_LOW_M,
+    inverse_kinematics,
+    solve_ik,
+)
 from sim.so101.tasks import TASKS, Task
 
 STATE_NAMES: tuple[str, ...] = (
@@ -60,12 +66,6 @@ STATE_NAMES: tuple[str, ...] = (
 )
 """Layout of ``obs["state"]``. goal: reach target, lift point, push zone or bin centre; ref: the tool
 centre point for reach, the cube otherwise. Parked (unused) objects keep constant far-away values."""
-
-EE_ACTION_NAMES: tuple[str, ...] = ("dx", "dy", "dz", "d_wrist_roll", "d_gripper")
-"""ee_delta action layout (each in [-1, 1])."""
-EE_WORKSPACE_LOW_M = np.array([0.04, -0.28, 0.01])
-EE_WORKSPACE_HIGH_M = np.array([0.34, 0.28, 0.26])
-"""ee_delta mode keeps the commanded tool centre point inside this box (base frame)."""
 
 _ARM_JOINTS = np.array([name != "gripper" for name in JOINT_NAMES])
 """Which of ``JOINT_NAMES`` the anti-windup bound applies to: all but the gripper."""

@@ -15,6 +15,12 @@ import numpy as np
 from sim.errors import SimError
 from sim.so101 import geometry as g
 
+EE_ACTION_NAMES: tuple[str, ...] = ("dx", "dy", "dz", "d_wrist_roll", "d_gripper")
+"""ee_delta action layout (each in [-1, 1]; ``sim.so101.env``, ``vlmrl.loop.arm_actions``)."""
+EE_WORKSPACE_LOW_M = np.array([0.04, -0.28, 0.01])
+EE_WORKSPACE_HIGH_M = np.array([0.34, 0.28, 0.26])
+"""ee_delta mode keeps the commanded tool centre point inside this box (base frame)."""
+
 
 def forward_kinematics(joints: Mapping[str, float]) -> np.ndarray:
     """Tool centre point xyz (metres, base frame) for joint positions in LeRobot degrees.

@@ -15,6 +15,7 @@ from sim.config import SimConfig
 from vlmrl import cli
 from vlmrl.deployment import policy_episodes
 from vlmrl.errors import ConfigError
+from vlmrl.loop import arm_actions
 from vlmrl.pipelines import deploy
 
 ACTIONS = gym.spaces.Box(
@@ -206,8 +207,8 @@ def test_end_effector_actions_move_the_arm_as_in_the_twin(tmp_path):
         def last_sent(self, caller=""):
             return twin._targets.copy()
 
-    convert = policy_episodes.action_converter(run_info(action_mode="ee_delta"))
-    assert isinstance(convert, policy_episodes.EndEffectorDeltas) and convert.max_delta_m == 0.02
+    convert = arm_actions.action_converter(run_info(action_mode="ee_delta"))
+    assert isinstance(convert, arm_actions.EndEffectorDeltas) and convert.max_delta_m == 0.02
     rng = np.random.default_rng(0)
     for _ in range(12):
         action = rng.uniform(-1, 1, 5).astype(np.float32)

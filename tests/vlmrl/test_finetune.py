@@ -19,6 +19,7 @@ from vlm.config import AuxRewardConfig, OracleConfig, WorkerConfig
 from vlmrl.arm import robot_arms, trained_run
 from vlmrl.deployment import robot_env
 from vlmrl.errors import ConfigError
+from vlmrl.loop.arm_actions import sim_action_converter
 from vlmrl.pipelines import finetune
 
 ROBOT_OBS = {"pixels/front": ((32, 32, 3), np.dtype(np.uint8))} | {
@@ -96,7 +97,7 @@ def stored_buffer(out_dir):
     ]
     spec = {k: (tuple(s), np.dtype(d)) for k, (s, d) in meta["obs_spec"].items()}
     return make_buffer(
-        BufferConfig(storage="zarr", capacity_steps=200), spec, 6, finetune.INFO_KEYS,
+        BufferConfig(storage="zarr", capacity_steps=200), spec, meta["action_dim"], finetune.INFO_KEYS,
         path=str(out_dir / "buffer.zarr"),
     )  # fmt: skip
 
@@ -389,7 +390,7 @@ def test_a_joint_delta_run_is_fine_tuned_storing_the_deltas_the_arm_was_sent(tmp
     arm = robot_arms.ArmActorConfig(dataclasses.replace(ft, actors=2), tmp_path / "ft3" / "arm-0", obs_spec)
     actor = RobotActor(
         robot_arms.open_arm, arm, policy, None, seed_base=0,
-        action_space=trained_run.action_space_of(state), delta_scale=trained_run.delta_scale_of(state["config"].sim),
+        action_space=trained_run.action_space_of(state), convert=sim_action_converter(state["config"].sim),
     )  # fmt: skip
     applied.clear()
     try:
@@ -768,3 +769,67 @@ def stored_recording(path):
         return {"action": buf.storage.read("action", np.arange(start, end - 1)), "joints": joints}
     finally:
         buf.close()
+
+
+def test_an_end_effector_run_is_fine_tuned_storing_the_moves_the_arm_was_sent(tmp_path, monkeypatch):
+    """Issue #32: an ee_delta policy's actions go to the arm through the twin's kinematics (as deploy runs
+    them) and the buffer holds what was sent as the agent's 5 values: the policy's own steps, an operator's
+    takeover, and a recording of joint targets given as prior data."""
+    from robot.lerobot_env import LeRobotEnv
+    from tests.vlmrl.pipeline_helpers import record_config
+    from vlmrl.loop.arm_actions import EndEffectorDeltas
+    from vlmrl.pipelines import record
+
+    train_tiny_reach(tmp_path, SACConfig(hidden_dims=(16, 16)), 8, action_mode="ee_delta")
+    convert = EndEffectorDeltas(
+        0.02, 8.0, 25.0
+    )  # the tiny run's max_delta_m, max_delta_deg, max_delta_gripper
+    applied = []
+    real_step = LeRobotEnv.step
+
+    def recording_step(env, action):
+        previous = env.last_sent()
+        out = real_step(env, action)
+        applied.append(convert.to_agent(env.action_keys, out[4]["sent_action"], previous))
+        return out
+
+    monkeypatch.setattr(LeRobotEnv, "step", recording_step)
+    ft = config(tmp_path, tmp_path / "sim", task="reach", episodes=1, batch_size=4, wait_for_scores_s=0.0)
+    assert finetune.main(ft) == 0
+    buf = stored_buffer(tmp_path / "ft")
+    assert buf.storage.specs["action"].shape == (5,)
+    stored = buf.storage.read("action", np.arange(buf.num_transitions))
+    buf.close()
+    assert len(stored) == len(applied) == 6
+    assert np.all(np.abs(stored) <= 1.0) and np.abs(stored).max() > 0
+    assert stored == pytest.approx(np.array(applied), abs=1e-5)
+    assert load_policy(tmp_path / "ft" / "policy.pt").run["action_mode"] == "ee_delta"  # deploy runs it so
+    # an operator's takeover (the jog: +2 degrees of shoulder lift a step) is stored as the tool's move
+    operator_takes_over_holding_w(monkeypatch)
+    applied.clear()
+    assert finetune.main(dataclasses.replace(ft, out_dir=tmp_path / "ft2")) == 0
+    buf = stored_buffer(tmp_path / "ft2")
+    stored = buf.storage.read("action", np.arange(buf.num_transitions))
+    buf.close()
+    assert stored == pytest.approx(np.array(applied), abs=1e-5)
+    assert np.linalg.norm(stored[:, :3], axis=1).min() > 0.1 and stored[:, 3:] == pytest.approx(
+        np.zeros((6, 2))
+    )
+    # a recording of joint targets as prior data: each step's move from the previous target
+    monkeypatch.undo()
+    assert record.main(record_config(tmp_path, task="reach", env=dataclasses.replace(
+        record_config(tmp_path).env, max_episode_steps=6))) == 0  # fmt: skip
+    rec = stored_recording(tmp_path / "rec" / "episodes.zarr")
+    prior = dataclasses.replace(ft, out_dir=tmp_path / "ft3", prior_data=tmp_path / "rec" / "episodes.zarr")
+    assert finetune.main(prior) == 0
+    buf = stored_buffer(tmp_path / "ft3")
+    steps = len(rec["action"])
+    stored = buf.storage.read("action", np.arange(steps))
+    buf.close()
+    keys = list(SO101_JOINT_KEYS)
+    previous = np.vstack([rec["joints"][:1], rec["action"][:-1]])
+    expected = [
+        convert.to_agent(keys, now, before) for now, before in zip(rec["action"], previous, strict=True)
+    ]
+    assert stored == pytest.approx(np.array(expected), abs=1e-5)
+    assert np.abs(stored).max() > 0.05

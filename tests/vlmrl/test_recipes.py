@@ -34,8 +34,11 @@ def test_the_deployable_recipe_sets_a_robot_policy_with_per_task_budgets() -> No
         not lift.sim.terminate_on_success and not lift.buffer.absorbing_terminal
     )  # a held lift keeps paying
     assert overridden(lift) == {} and lift.demo_episodes == 25
+    assert lift.sim.action_mode == "ee_delta"  # lift and place move the tool (results/deployable, section 11)
+    assert parse("--recipe", "deployable", "--sim.task", "place").sim.action_mode == "ee_delta"
     push = parse("--recipe", "deployable", "--sim.task", "push")
     assert push.demo_episodes == 100 and overridden(push) == {}  # push's own demonstrations
+    assert push.sim.action_mode == "delta"
     # What it changes is what differs from the defaults, and nothing else.
     changes = recipe_changes(lift, TrainConfig())
     assert changes["policy_obs"] == "robot" and "sim.reward" not in changes  # sparse is the default already

@@ -225,7 +225,7 @@ def _absolute_actions() -> gym.spaces.Box:
 
 def test_finetune_takes_the_image_size_from_the_sim_run_and_refuses_what_it_cannot_run(tmp_path):
     """Issue #15 (item 7): finetune needed --env.image-size by hand; a joint-delta agent's actions were sent
-    to the arm as joint targets (a joint-delta one runs since issue #13; ee_delta is still refused)."""
+    to the arm as joint targets (a joint-delta one runs since issue #13, an end-effector one since issue #32)."""
     from tests.vlmrl.test_finetune import config as finetune_config
     from tests.vlmrl.test_finetune import sim_run
     from vlmrl.pipelines import finetune
@@ -251,10 +251,3 @@ def test_finetune_takes_the_image_size_from_the_sim_run_and_refuses_what_it_cann
         finetune.fit_to_sim_run(
             dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, max_windup_deg=3.0)), train_cfg
         )
-    state["config"].sim = dataclasses.replace(state["config"].sim, action_mode="ee_delta")
-    torch.save(state, run / "checkpoint" / "state.pt")
-    with pytest.raises(
-        ConfigError, match=r"--sim.action-mode ee_delta, but finetune sends .* joint targets or joint deltas"
-    ):
-        finetune.main(cfg)
-    assert not (tmp_path / "ft").exists()  # refused before anything was written

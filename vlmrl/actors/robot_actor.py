@@ -20,6 +20,7 @@ import numpy as np
 
 from robot.contract import env_spec
 from vlmrl.actors.env_actor import POLICY_VERSION_KEY, PolicySpec
+from vlmrl.loop.arm_actions import ActionConverter
 from vlmrl.loop.sources import ROBOT_INFO_KEYS, RobotEpisodes
 
 
@@ -106,8 +107,9 @@ class RobotActor:
         seed_base: episode e resets with seed ``seed_base + e`` (the twin places its objects from it).
         action_space: the action space the policy was trained in (its bounds scale the actor's output);
             None: the env's.
-        delta_scale: a joint-delta policy's scale per joint (``vlmrl.loop.sources.RobotEpisodes``): its actions
-            go to the arm as targets and are stored back as the deltas applied; None: joint targets.
+        convert: a joint-delta or end-effector policy's converter (``vlmrl.loop.arm_actions``,
+            ``vlmrl.loop.sources.RobotEpisodes``): its actions go to the arm as targets and are stored back as
+            the moves applied; None: joint targets.
         store_action: ``RobotEpisodes``' (``vlmrl finetune --store-action``).
     """
 
@@ -122,7 +124,7 @@ class RobotActor:
         stored_keys: Any,
         seed_base: int,
         action_space: Any = None,
-        delta_scale: list[float] | None = None,
+        convert: ActionConverter | None = None,
         store_action: str = "sent",
     ) -> None:
         import torch
@@ -139,7 +141,7 @@ class RobotActor:
         )
         self.policy_keys = list(policy.policy_keys)
         self.seed_base = seed_base
-        self.delta_scale = delta_scale
+        self.convert = convert
         self.store_action = store_action
         self.version = -1
         self._episode = threading.Lock()  # held while an episode runs; close waits for it
@@ -178,7 +180,7 @@ class RobotActor:
         self.agent.generator.manual_seed(self.seed_base * 7919 + episode)
         record = _EpisodeArrays()
         episodes = RobotEpisodes(
-            self.kit.env, record, self.kit.keys, self.kit.teleop, self.seed_base, delta_scale=self.delta_scale,
+            self.kit.env, record, self.kit.keys, self.kit.teleop, self.seed_base, convert=self.convert,
             store_action=self.store_action,
         )  # fmt: skip
         keys = self.policy_keys

@@ -38,6 +38,7 @@ from vlmrl.actors.env_actor import PolicySpec
 from vlmrl.actors.robot_actor import RobotActor, RobotKit, RobotSide, describe_env
 from vlmrl.deployment.robot_env import check_policy_fits, make_robot_env
 from vlmrl.errors import ConfigError
+from vlmrl.loop.arm_actions import ActionConverter
 from vlmrl.loop.sources import RobotEpisodes
 from vlmrl.online.config import check_actors
 from vlmrl.run_dir import NewPaths
@@ -94,10 +95,10 @@ def one_arm(
     obs_spec: dict,
     new: NewPaths,
     robot_factories: dict[str, Any] | None,
-    delta_scale: list[float] | None = None,
+    convert: ActionConverter | None = None,
 ) -> Iterator[tuple[RobotSide, SourceFor]]:
     """The arm in this process: its env (checked against the policy), operator keys and teleop;
-    ``delta_scale`` for a joint-delta policy (``vlmrl.loop.sources.RobotEpisodes``)."""
+    ``convert`` for a joint-delta or end-effector policy (``vlmrl.loop.sources.RobotEpisodes``)."""
     with new.removed_on_failure():
         env = open_robot_env(cfg, cfg.out_dir, robot_factories)
     with env:
@@ -113,7 +114,7 @@ def one_arm(
                     keys,
                     teleop,
                     seed_base=cfg.seed,
-                    delta_scale=delta_scale,
+                    convert=convert,
                     store_action=cfg.store_action,
                 ),
             )
@@ -220,10 +221,10 @@ def several_arms(
     action_space: Any,
     new: NewPaths,
     robot_factories: dict[str, Any] | None,
-    delta_scale: list[float] | None = None,
+    convert: ActionConverter | None = None,
 ) -> Iterator[tuple[RobotSide, SourceFor]]:
     """``cfg.actors`` robot actors on Ray (see the module doc), all up and alike; the learner's view of their
-    envs. ``delta_scale`` for a joint-delta policy, as ``one_arm``."""
+    envs. ``convert`` for a joint-delta or end-effector policy, as ``one_arm``."""
     from vlmrl.actors.ray_source import ActorEpisodes, connect  # imports Ray: only with --actors
 
     arms = [
@@ -241,7 +242,7 @@ def several_arms(
     source = ActorEpisodes(
         cfg.actors, f"finetune-{cfg.out_dir.resolve().name}-{uuid.uuid4().hex[:8]}", open_arm, None, policy,
         [], cfg.seed, None, agent, lambda: False, cfg.ray,
-        actor_class=RobotActor, actor_configs=arms, actor_kwargs={"action_space": action_space, "delta_scale": delta_scale, "store_action": cfg.store_action},
+        actor_class=RobotActor, actor_configs=arms, actor_kwargs={"action_space": action_space, "convert": convert, "store_action": cfg.store_action},
     )  # fmt: skip
     try:
         with new.removed_on_failure():

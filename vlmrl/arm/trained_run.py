@@ -24,7 +24,6 @@ from agents.export import load_policy
 from agents.sim_to_robot import load_sim_into_robot_sac
 from robot.contract import env_spec
 from sim import make_env
-from sim.config import joint_delta_scale
 from vlmrl.actors.robot_actor import RobotSide
 from vlmrl.errors import ConfigError
 from vlmrl.loop.checkpoint import load_checkpoint
@@ -152,13 +151,6 @@ def open_scorer(
         return ready_scorer(train.scorer, side.task_description, prompt=train.prompt, calibration=calibration)
     source = (camera.removeprefix("pixels/"), side.obs_spec[camera][0][:2]) if camera else None
     return ready_scorer(scorer_cfg, side.task_description, source=source)
-
-
-def delta_scale_of(sim: Any) -> list[float] | None:
-    """A joint-delta sim run's per-joint action scale (as ``vlmrl deploy`` takes it), None for joint targets."""
-    if sim.action_mode != "delta":
-        return None
-    return joint_delta_scale(sim.max_delta_deg, sim.max_delta_gripper)
 
 
 def sim_policy_run_info(run_dir: Path) -> dict[str, Any] | None:

@@ -12,12 +12,11 @@ from typing import Any
 import numpy as np
 
 from robot.config import LeRobotEnvConfig
-from sim.config import SimConfig, joint_delta_scale
-from sim.so101.env import EE_ACTION_NAMES, EE_WORKSPACE_HIGH_M, EE_WORKSPACE_LOW_M
-from sim.so101.kinematics import forward_kinematics, solve_ik
+from sim.config import SimConfig
 from sim.so101.tasks import TASKS
 from vlmrl.deployment.robot_env import RobotConfigT, RobotEnvConfig
 from vlmrl.errors import ConfigError
+from vlmrl.loop.arm_actions import ActionConverter
 
 
 def adopt_trained(
@@ -151,84 +150,6 @@ def warm_up(policy: Any, calls: int) -> None:
     dummy = {k: np.zeros(shape, dtype) for k, (shape, dtype) in policy.obs_spec.items()}
     for _ in range(calls):
         policy(dummy)
-
-
-class JointDeltas:
-    """A joint-delta policy's actions (``--sim.action-mode delta``) as an arm's joint targets:
-    ``LeRobotEnv.delta_targets`` with the policy's per-joint scale."""
-
-    def __init__(self, scale: list[float]) -> None:
-        self.scale = scale
-
-    def __call__(self, env: Any, action: np.ndarray) -> np.ndarray:
-        return env.delta_targets(action, self.scale)
-
-
-class EndEffectorDeltas:
-    """An end-effector policy's actions (``--sim.action-mode ee_delta``: ``EE_ACTION_NAMES`` in [-1, 1]) as an
-    arm's joint targets, as the twin turns them (``sim.so101.env``): the tool centre point the last command
-    the safety layer let through puts the tool at (the twin's closed-form forward kinematics; right after a
-    reset, the measured pose) moves by up to ``max_delta_m`` inside the twin's workspace box, and the
-    closed-form IK (gripper pointing as steeply down as reachable) gives the first four joints; a point out of
-    reach holds the arm's pose. Wrist roll and gripper move from the last command by ``max_delta_deg`` and
-    ``max_delta_gripper``; every target stays within the safety layer's joint limits.
-
-    Each step starts from what was really sent, not from a tool point of its own, so a move the safety layer
-    clipped does not wind up (as ``LeRobotEnv.delta_targets``); where nothing is clipped this is the twin's
-    own sequence of targets. The kinematics are the twin's model of an SO-101, so on a real arm the tool
-    reaches where that model says, up to the arm's calibration error; the camera closes the loop."""
-
-    def __init__(self, max_delta_m: float, max_delta_deg: float, max_delta_gripper: float) -> None:
-        self.max_delta_m, self.max_delta_deg, self.max_delta_gripper = (
-            max_delta_m,
-            max_delta_deg,
-            max_delta_gripper,
-        )
-
-    def __call__(self, env: Any, action: np.ndarray) -> np.ndarray:
-        a = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
-        if a.shape != (len(EE_ACTION_NAMES),):
-            raise ConfigError(
-                f"an ee_delta action has {len(EE_ACTION_NAMES)} values {EE_ACTION_NAMES}, got {a.shape}"
-            )
-        keys = list(env.action_keys)
-        targets = env.last_sent("ee_delta_targets").astype(np.float64)
-        tool = forward_kinematics(dict(zip(keys, targets.tolist(), strict=True)))
-        solution = solve_ik(np.clip(tool + a[:3] * self.max_delta_m, EE_WORKSPACE_LOW_M, EE_WORKSPACE_HIGH_M))
-        if solution is not None:  # out of reach: the arm holds its pose
-            for name, value in solution[0].items():
-                targets[keys.index(f"{name}.pos")] = value
-        targets[keys.index("wrist_roll.pos")] += a[3] * self.max_delta_deg
-        targets[keys.index("gripper.pos")] += a[4] * self.max_delta_gripper
-        limits = env.cfg.safety.joint_limits
-        low = np.array([limits[k][0] for k in keys], dtype=np.float64)
-        high = np.array([limits[k][1] for k in keys], dtype=np.float64)
-        return np.clip(targets, low, high).astype(np.float32)
-
-
-ActionConverter = JointDeltas | EndEffectorDeltas
-"""Turns a policy's actions into an arm's absolute joint targets (None: the policy outputs them)."""
-
-
-def action_converter(run: dict[str, Any]) -> ActionConverter | None:
-    """The converter a policy's actions need on an arm, from its run info (``policy_run_info``); a scale the
-    run info lacks (a policy exported before it was recorded) is the twin's default, which it trained with."""
-    mode = run.get("action_mode", "absolute")
-    default = SimConfig()
-    if mode == "delta":
-        return JointDeltas(joint_delta_scale(run["max_delta_deg"], run["max_delta_gripper"]))
-    if mode == "ee_delta":
-        return EndEffectorDeltas(
-            float(run.get("max_delta_m", default.max_delta_m)),
-            float(run.get("max_delta_deg", default.max_delta_deg)),
-            float(run.get("max_delta_gripper", default.max_delta_gripper)),
-        )
-    return None
-
-
-def policy_action_size(run: dict[str, Any], arm_actions: int) -> int:
-    """How many values the policy must output to drive an arm taking ``arm_actions`` joint targets."""
-    return len(EE_ACTION_NAMES) if run.get("action_mode") == "ee_delta" else arm_actions
 
 
 def run_policy_episode(

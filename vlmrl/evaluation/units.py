@@ -22,6 +22,7 @@ import numpy as np
 from robot.config import ArmConfig, LeRobotEnvConfig
 from vlmrl.errors import ConfigError
 from vlmrl.evaluation.perturbation_grid import row_figures, write_views
+from vlmrl.loop.arm_actions import action_converter
 
 FAST_CONTROL_HZ = 10_000.0
 """Loop rate of the units' envs: the twin is stepped in lockstep, so the loop need not wait for real time."""
@@ -61,12 +62,7 @@ def run_units(
     """Run ``policy`` (an exported policy, ``source`` naming it) on the twin of each unit in ``names`` over
     ``seeds``; each unit's clipped commands go to ``out_dir/units/<name>/safety.jsonl``."""
     from sim.units import NOMINAL, UNITS
-    from vlmrl.deployment.policy_episodes import (
-        action_converter,
-        fit_to_policy,
-        refuse_privileged,
-        run_policy_episode,
-    )
+    from vlmrl.deployment.policy_episodes import fit_to_policy, refuse_privileged, run_policy_episode
     from vlmrl.deployment.robot_env import RobotEnvConfig, check_policy_fits, make_robot_env
 
     run = policy.run

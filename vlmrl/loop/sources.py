@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from vlmrl.loop.arm_actions import ActionConverter, agent_action, arm_targets
 from vlmrl.loop.learner import Act
 
 ROBOT_INFO_KEYS = ("success", "progress", "intervention")
@@ -22,27 +23,6 @@ STORE_ACTIONS = ("sent", "policy")
 """What a policy-driven robot step stores as its action (``RobotEpisodes``' ``store_action``)."""
 KEY_EVENTS = ("success", "failure", "rerecord", "intervene")
 """Operator key events a robot episode counts (``robot.teleop.OPERATOR_KEYS``)."""
-
-
-def arm_targets(env: Any, action: np.ndarray, delta_scale: Sequence[float] | None) -> np.ndarray:
-    """The joint targets sent to the arm for an agent's ``action``: the action itself for a policy trained on
-    joint targets (``delta_scale`` None), else ``env.delta_targets(action, delta_scale)`` (joint deltas in
-    [-1, 1], as `vlmrl deploy` runs them)."""
-    return action if delta_scale is None else env.delta_targets(action, delta_scale)
-
-
-def agent_action(
-    sent: np.ndarray, previous: np.ndarray | None, delta_scale: Sequence[float] | None
-) -> np.ndarray:
-    """What the arm was really ``sent`` (after the safety layer, or an operator's absolute targets) in the
-    agent's units: the targets themselves, or for a joint-delta policy the change from the ``previous``
-    command over ``delta_scale``, clipped to [-1, 1] (the inverse of ``arm_targets``)."""
-    if delta_scale is None:
-        return sent
-    change = (np.asarray(sent, np.float64) - np.asarray(previous, np.float64)) / np.asarray(
-        delta_scale, np.float64
-    )
-    return np.clip(change, -1.0, 1.0).astype(np.float32)
 
 
 class StagedSteps:
@@ -132,9 +112,9 @@ class RobotEpisodes:
         keys: the operator's keys (``poll()``, ``intervening``).
         teleop: drives during a takeover (``action(measured)``; optional ``sync(measured)``).
         seed_base: episode e resets with seed ``seed_base + e``.
-        delta_scale: a joint-delta policy's per-joint scale (``max_delta_deg`` x5, ``max_delta_gripper``): its
-            actions go through ``arm_targets`` and the buffer stores ``agent_action`` of what was sent;
-            None (a policy on joint targets) stores what was sent.
+        convert: a joint-delta or end-effector policy's converter (``vlmrl.loop.arm_actions``): its actions go
+            through ``arm_targets`` and the buffer stores ``agent_action`` of what was sent; None (a policy on
+            joint targets) stores what was sent.
         store_action: what a step the policy drove stores: ``sent``, what the arm was sent (after the safety
             layer), or ``policy``, the policy's own action, the safety layer then part of the robot as the
             twin's clipping is part of the sim (what `vlmrl train` stores). Takeovers always store what was
@@ -148,13 +128,13 @@ class RobotEpisodes:
         keys: Any,
         teleop: Any,
         seed_base: int,
-        delta_scale: Sequence[float] | None = None,
+        convert: ActionConverter | None = None,
         store_action: str = "sent",
     ) -> None:
         if store_action not in STORE_ACTIONS:
             raise ValueError(f"store_action {store_action!r}: expected one of {STORE_ACTIONS}")
         self.env, self.buffer, self.keys, self.teleop, self.seed_base = env, buffer, keys, teleop, seed_base
-        self.delta_scale = None if delta_scale is None else [float(x) for x in delta_scale]
+        self.convert = convert
         self.store_action = store_action
 
     def collect(self, episode: int, act: Act, after_step: Callable[[], None]) -> dict[str, Any]:
@@ -189,9 +169,9 @@ class RobotEpisodes:
                 if callable(teleop_sync):
                     teleop_sync(env.measured)  # a takeover starts where the arm is
                 proposed = np.asarray(act(obs), np.float32)
-                action = arm_targets(env, proposed, self.delta_scale)
+                action = arm_targets(env, proposed, self.convert)
             was_intervening = bool(keys.intervening)
-            previous = env.last_sent() if self.delta_scale is not None else None
+            previous = env.last_sent() if self.convert is not None else None
             next_obs, reward, terminated, truncated, info = env.step(action)
             clips.update(reason.split(":")[0] for reason in info.get("safety", ()))
             step_info = {
@@ -200,9 +180,9 @@ class RobotEpisodes:
                 "intervention": float(was_intervening),
             }
             if self.store_action == "policy" and not was_intervening:
-                stored = np.clip(proposed, -1.0, 1.0) if self.delta_scale is not None else action
+                stored = np.clip(proposed, -1.0, 1.0) if self.convert is not None else action
             else:
-                stored = agent_action(info["sent_action"], previous, self.delta_scale)
+                stored = agent_action(info["sent_action"], previous, self.convert, env.action_keys)
             self.buffer.add_step(obs, stored, reward, terminated, truncated, step_info, next_obs)
             obs, total, steps = next_obs, total + float(reward), steps + 1
             done = terminated or truncated

@@ -19,7 +19,7 @@ them, and refuses a policy that cannot run as asked, with the reason: one that r
 privileged ``state``, another task, another image size or control rate. Joint-delta policies
 (``--sim.action-mode delta``) run through ``LeRobotEnv.delta_targets``; end-effector policies (``ee_delta``)
 through the twin's closed-form kinematics on the measured joints
-(``vlmrl.deployment.policy_episodes.EndEffectorDeltas``).
+(``vlmrl.loop.arm_actions.EndEffectorDeltas``).
 """
 
 from __future__ import annotations
@@ -33,10 +33,8 @@ from typing import Any
 from robot.signals import interrupt_on_signals
 from sim.video import write_video
 from vlmrl.deployment.policy_episodes import (
-    action_converter,
     clip_counts_line,
     describe_run,
-    policy_action_size,
     refuse_privileged,
     run_policy_episode,
     warm_up,
@@ -44,6 +42,7 @@ from vlmrl.deployment.policy_episodes import (
 from vlmrl.deployment.policy_episodes import fit_to_policy as common_fit_to_policy
 from vlmrl.deployment.robot_env import RobotEnvConfig, check_policy_fits, make_robot_env
 from vlmrl.errors import ConfigError
+from vlmrl.loop.arm_actions import action_converter, policy_action_size
 from vlmrl.run_dir import NewPaths, write_config
 
 logger = logging.getLogger("vlmrl.deploy")

@@ -77,7 +77,6 @@ from vlmrl.arm.robot_arms import check_actor_settings, check_operator, control_h
 from vlmrl.arm.trained_run import (
     action_space_of,
     aux_weight_of,
-    delta_scale_of,
     load_sim_run,
     open_scorer,
     policy_obs_spec,
@@ -88,6 +87,7 @@ from vlmrl.arm.trained_run import (
 from vlmrl.deployment.policy_episodes import adopt_trained, fit_to_policy, policy_run_info
 from vlmrl.deployment.robot_env import RobotEnvConfig
 from vlmrl.errors import ConfigError
+from vlmrl.loop.arm_actions import ActionConverter, agent_action_names, sim_action_converter
 from vlmrl.loop.assembly import ScoringSpec, StoreSpec, build_agent, build_learner, learner_checkpoint
 from vlmrl.loop.checkpoint import checkpoint_to_resume, save_checkpoint
 from vlmrl.loop.learner import UpdatePlan
@@ -198,15 +198,9 @@ def fit_to_sim_run(cfg: Config, train: Any, offline: bool = False) -> Config:
     image size and bound.
 
     Raises:
-        ConfigError: an option given and not the run's, or a run whose actions are neither joint targets nor
-            joint deltas (``--sim.action-mode ee_delta``).
+        ConfigError: an option given and not the run's.
     """
     sim = train.sim
-    if sim.action_mode not in ("absolute", "delta"):
-        raise ConfigError(
-            f"{cfg.from_run} was trained with --sim.action-mode {sim.action_mode}, but finetune sends the agent's "
-            "actions to the arm as joint targets or joint deltas: train with --sim.action-mode absolute or delta"
-        )
     source = str(cfg.from_run)
     if not offline:
         run = policy_run_info(sim, "robot")
@@ -274,10 +268,12 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     # them leaves the previous run's files as they were (and removes an empty safety.jsonl/store it made).
     new = NewPaths(cfg.out_dir, ["safety.jsonl", "buffer.zarr", *(f"arm-{i}" for i in range(cfg.actors))])
     last: dict[str, Any] = {}
+    convert = sim_action_converter(train.sim)  # the agent's actions to joint targets and back
+    action_dim = int(action_space.shape[0])  # what the buffer stores: the agent's units
     arms = (
-        several_arms(cfg, agent, obs_spec, action_space, new, robot_factories, delta_scale_of(train.sim))
+        several_arms(cfg, agent, obs_spec, action_space, new, robot_factories, convert)
         if cfg.actors
-        else one_arm(cfg, obs_spec, new, robot_factories, delta_scale_of(train.sim))
+        else one_arm(cfg, obs_spec, new, robot_factories, convert)
     )
     control_hz = control_hz_of(cfg)
     facts = {
@@ -293,15 +289,22 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         with new.removed_on_failure():
             if cfg.prior_data is not None and resumed is None:  # a resumed run's buffer holds it already
                 check_prior_data(
-                    cfg.prior_data, side.obs_spec, side.action_dim, train.sim.action_mode,
-                    converts_absolute=True, rebuilt=(STATE_KEY,),
+                    cfg.prior_data, side.obs_spec, action_dim, train.sim.action_mode,
+                    arm_action_dim=side.action_dim, rebuilt=(STATE_KEY,),
                 )  # fmt: skip
             ready = open_scorer(cfg, train, scorer_cfg, side, camera)
             weight = aux_weight_of(cfg, train) if ready is not None else 0.0
             learner = build_learner(
                 agent,
                 store_spec(
-                    cfg, train, side, camera, weight, ready[0].scorer_id if ready else "", reward_words
+                    cfg,
+                    train,
+                    side,
+                    action_dim,
+                    camera,
+                    weight,
+                    ready[0].scorer_id if ready else "",
+                    reward_words,
                 ),
                 UpdatePlan(
                     batch_size=cfg.batch_size or train.batch_size,
@@ -323,7 +326,7 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
             )
         buffer, link, loop = learner.buffer, learner.link, learner.state
         if cfg.prior_data is not None and resumed is None:
-            add_prior(cfg, cfg.prior_data, buffer, loop, link, delta_scale_of(train.sim), side.action_keys)
+            add_prior(cfg, cfg.prior_data, buffer, loop, link, convert, side.action_keys)
         write_config(cfg, cfg.out_dir)
         episodes = source_for(buffer)
         stop_at = loop.episode + cfg.episodes
@@ -357,13 +360,13 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
 
 
 def add_prior(
-    cfg: Config, path: Path, buffer: Any, loop: Any, link: Any, delta_scale: list[float] | None, joints: Any
+    cfg: Config, path: Path, buffer: Any, loop: Any, link: Any, convert: ActionConverter | None, joints: Any
 ) -> None:
     """``--prior-data``'s episodes into the fine-tuning buffer, before the first robot episode: a recording's
-    joint targets as a joint-delta policy's actions, its missing takeover flags as zeros, and the arm's
+    joint targets as a joint-delta or end-effector policy's actions, its missing takeover flags as zeros, and the arm's
     ``state`` (its ``joints`` side by side) where a twin recording stored the sim's."""
     add_prior_data(
-        buffer, loop, path, skip_corrupt=False, delta_scale=delta_scale, fill_info=True,
+        buffer, loop, path, skip_corrupt=False, convert=convert, fill_info=True,
         joint_state=tuple(joints),
     )  # fmt: skip
     if link is not None:
@@ -377,7 +380,14 @@ def add_prior(
 
 
 def store_spec(
-    cfg: Config, train: Any, side: RobotSide, camera: str, weight: float, scorer_id: str, reward_words: str
+    cfg: Config,
+    train: Any,
+    side: RobotSide,
+    action_dim: int,
+    camera: str,
+    weight: float,
+    scorer_id: str,
+    reward_words: str,
 ) -> StoreSpec:
     """The fine-tuning run's replay buffer: a zarr store in ``out_dir`` that is a recording of the arm (its
     ``vlmrl_record`` attributes), with the sim run's discount and n-step."""
@@ -401,14 +411,14 @@ def store_spec(
         "robot_unit": cfg.robot.unit,
         "operator": cfg.operator,
         "reward": reward_words,
-        "action_keys": list(side.action_keys),
+        "action_keys": agent_action_names(sim_action_converter(train.sim), side.action_keys),
         "action_mode": train.sim.action_mode,  # the policy's action units (--prior-data reads them)
         "cameras": list(side.cameras),
         "from_run": str(cfg.from_run),
     }
     info_keys = INFO_KEYS + ((POLICY_VERSION_KEY,) if cfg.actors else ())
     return StoreSpec(
-        cfg=buffer_cfg, obs_spec=side.obs_spec, action_dim=side.action_dim, info_keys=info_keys,
+        cfg=buffer_cfg, obs_spec=side.obs_spec, action_dim=action_dim, info_keys=info_keys,
         path=cfg.out_dir / "buffer.zarr", record=record,
     )  # fmt: skip
 
