@@ -127,6 +127,13 @@ class SimConfig:
     2026-12-01)."""
     max_delta_m: float = 0.02
     """ee_delta mode: largest move of the tool centre point per step, metres."""
+    ee_arm_steps: bool = False
+    """ee_delta mode: drive the joints as `vlmrl deploy` drives an arm (``vlmrl.loop.arm_actions.EndEffectorDeltas``
+    through the safety layer): each step's tool move starts where the last joint targets put the tool, and the
+    targets move at most the SO-101 safety layer's per-joint step from the last ones
+    (``robot.config.SO101_MAX_STEP``: 8 degrees for shoulder and elbow, 10 for the wrist, 15 for the gripper),
+    so the policy learns only moves the arm's safety layer lets through. Off: IK steps of any size from the
+    tool point the twin keeps (runs before 2026-12-05)."""
     render_backend: Literal["auto", "egl", "osmesa"] = "auto"
     """Headless OpenGL backend; auto tries EGL, then OSMesa. Ignored if MUJOCO_GL is already set."""
     # A plain (frozen, shared) default rather than default_factory: configs pickled before this field

@@ -11,6 +11,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from robot.config import SO101_MAX_STEP
 from robot.contract import (
     JOINT_KEYS,
     JOINT_NAMES,
@@ -38,6 +39,7 @@ from sim.so101.kinematics import (
     EE_ACTION_NAMES,
     EE_WORKSPACE_HIGH_M,
     EE_WORKSPACE_LOW_M,
+    forward_kinematics,
     inverse_kinematics,
     solve_ik,
 )
@@ -68,6 +70,8 @@ STATE_NAMES: tuple[str, ...] = (
 centre point for reach, the cube otherwise. Parked (unused) objects keep constant far-away values."""
 
 _ARM_JOINTS = np.array([name != "gripper" for name in JOINT_NAMES])
+_ARM_MAX_STEP = np.array([SO101_MAX_STEP[f"{name}.pos"] for name in JOINT_NAMES], dtype=np.float32)
+"""The SO-101 safety layer's largest command change per step, in ``JOINT_NAMES`` order (``ee_arm_steps``)."""
 """Which of ``JOINT_NAMES`` the anti-windup bound applies to: all but the gripper."""
 
 HOME_TCP_M = np.array(HOME_TCP)
@@ -289,6 +293,8 @@ class SO101Env(gymnasium.Env):
 
     def _ee_delta_targets(self, action: np.ndarray) -> np.ndarray:
         targets = self._targets.copy()
+        if self.cfg.ee_arm_steps:  # from where the last targets put the tool, as deploy does on an arm
+            self._tcp_target = forward_kinematics(dict(zip(JOINT_NAMES, targets.tolist(), strict=True)))
         tcp = np.clip(
             self._tcp_target + action[:3] * self.cfg.max_delta_m, EE_WORKSPACE_LOW_M, EE_WORKSPACE_HIGH_M
         )
@@ -298,6 +304,8 @@ class SO101Env(gymnasium.Env):
             targets[:4] = [solution[0][name] for name in JOINT_NAMES[:4]]
         targets[4] += action[3] * self.cfg.max_delta_deg
         targets[5] += action[4] * self.cfg.max_delta_gripper
+        if self.cfg.ee_arm_steps:  # the safety layer's per-step limit
+            targets = np.clip(targets, self._targets - _ARM_MAX_STEP, self._targets + _ARM_MAX_STEP)
         return np.clip(targets, self._low, self._high)
 
     def _observation(self) -> dict[str, np.ndarray]:

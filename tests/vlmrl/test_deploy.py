@@ -225,6 +225,44 @@ def test_end_effector_actions_move_the_arm_as_in_the_twin(tmp_path):
         convert(Arm(), np.zeros(6, np.float32))
 
 
+def test_with_ee_arm_steps_the_twin_moves_as_the_arm_path_does(tmp_path):
+    """``--sim.ee-arm-steps``: the twin's ee_delta targets are the arm path's (the converter from the last
+    command, then the safety layer's per-step limit), and no step moves a joint further than that limit."""
+    from robot.config import SO101_MAX_STEP
+    from sim.so101.env import SO101Env
+
+    twin = SO101Env(SimConfig(task="lift", cameras=(), action_mode="ee_delta", ee_arm_steps=True))
+    free = SO101Env(SimConfig(task="lift", cameras=(), action_mode="ee_delta"))
+    twin.reset(seed=3)
+    free.reset(seed=3)
+    keys = list(SO101_JOINT_KEYS)
+    limit = np.array([SO101_MAX_STEP[k] for k in keys])
+
+    class Arm:
+        action_keys = keys
+        cfg = LeRobotEnvConfig()
+
+        def last_sent(self, caller=""):
+            return twin._targets.copy()
+
+    convert = arm_actions.EndEffectorDeltas(0.02, 8.0, 25.0)
+    rng = np.random.default_rng(1)
+    largest_free = 0.0
+    for _ in range(20):
+        action = rng.uniform(-1, 1, 5).astype(np.float32)
+        last = twin._targets.copy()
+        arm = np.clip(convert(Arm(), action), last - limit, last + limit)
+        twin.step(action)
+        np.testing.assert_allclose(twin._targets, arm, atol=1e-3)  # degrees
+        assert np.all(np.abs(twin._targets - last) <= limit + 1e-4)
+        before = free._targets.copy()
+        free.step(action)
+        largest_free = max(largest_free, float(np.max(np.abs(free._targets - before) - limit)))
+    assert largest_free > 1.0  # without the option the twin takes steps the arm's safety layer would clip
+    twin.close()
+    free.close()
+
+
 def test_cli_parses_robot_type_and_reports_a_missing_port_as_one_line(tmp_path, capsys):
     policy = export(tmp_path, {k: ((1,), np.dtype(np.float32)) for k in SO101_JOINT_KEYS})
     argv = [
