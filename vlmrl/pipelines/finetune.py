@@ -137,7 +137,8 @@ class Config(RobotEnvConfig):
     """A store whose episodes go into the buffer before the first robot episode, as the prior part of each
     batch (RLPD, as the sim run's demonstrations were in `vlmrl train`), cloned at the sim run's
     ``agent.bc_weight``: demonstrations on this arm (``vlmrl record``, for a run of ``--sim.action-mode
-    absolute``; for a joint-delta policy its targets are turned into the deltas between them) or an earlier
+    absolute``; for a joint-delta or end-effector policy its targets are turned into the moves between them,
+    ``vlmrl.loop.arm_actions``) or an earlier
     fine-tuning run's ``buffer.zarr`` (its actions are the policy's kind). Its arrays must match the robot's
     (joints, cameras, image size)."""
     prior_share: float = 0.5
