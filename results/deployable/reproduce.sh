@@ -95,6 +95,22 @@ for task in lift place; do
   logged "$OUT/logs/deploy-ee-$task-s0.log" vlmrl deploy --policy "$OUT/ee-delta/$task-s0/policy.pt" --episodes 10 \
     --out-dir "$OUT/deploy-ee-$task-s0"
 done
+# Section 12 (session of 2026-12-05): every section-11 lift and place policy through `vlmrl deploy` on the twin arm path
+# (20 held-out episodes each), and lift trained with --sim.ee-arm-steps (seeds 0-1) deployed the same way (ee_deploy.json).
+for task in lift place; do
+  for s in 0 1 2 3 4; do
+    logged "$OUT/logs/deploy20-ee-$task-s$s.log" vlmrl deploy --policy "$OUT/ee-delta/$task-s$s/policy.pt" --episodes 20 \
+      --seed 2000000 --video-camera None --torch-threads 1 --env.control-hz 1000 --twin-control-hz 20 \
+      --out-dir "$OUT/deploy20-ee-$task-s$s"
+  done
+done
+python_script benchmarks/deployable_tasks.py --tasks lift --seeds 0 1 --train-args=--sim.ee-arm-steps \
+  --runs-dir "$OUT/ee-arm-steps" --json "$OUT/ee_arm_steps.json"
+for s in 0 1; do
+  logged "$OUT/logs/deploy20-steps-lift-s$s.log" vlmrl deploy --policy "$OUT/ee-arm-steps/lift-s$s/policy.pt" --episodes 20 \
+    --seed 2000000 --video-camera None --torch-threads 1 --env.control-hz 1000 --twin-control-hz 20 \
+    --out-dir "$OUT/deploy20-steps-lift-s$s"
+done
 # Section 10: place from a state teacher (seed 0's state run) distilled into robot-observation students (place_teacher.json).
 train place-state-teacher-s0 "${DEP[@]}" --sim.task place --seed 0 "${STATE[@]}"
 for s in 0 1 2 3 4; do
