@@ -357,26 +357,35 @@ def summarize(rows: list[dict[str, object]], before: dict[str, object], plan: Pl
     return {"curves": curves, "p_values": p_values, "before": before}
 
 
+AFTER_CONDITIONS = ("interventions", "cloned", "cloned_prior")
+"""Conditions that fine-tune with the scripted operator's takeovers, in the order ``<task>_after_30min`` takes the
+first that ran: the plain one, then those with demonstrations on the unit and the takeovers cloned."""
+
+
 def headline(
     task: str, figures: dict[str, object], before: dict[str, object], plan: Plan
 ) -> dict[str, object]:
-    """``<task>_before``, ``<task>_after_30min`` and ``<task>_nominal`` (None with a reason where not measured)."""
+    """``<task>_before``, ``<task>_after_30min`` (from the first of ``AFTER_CONDITIONS`` that ran, named in
+    ``<task>_after_condition``) and ``<task>_nominal`` (None with a reason where not measured)."""
     out: dict[str, object] = {
         f"{task}_before": before["unit_success"],
         f"{task}_nominal": before["nominal_success"],
     }
     reasons: dict[str, str] = {}
-    curve = figures["curves"].get("interventions", {}).get("success", {})  # type: ignore[attr-defined]
+    curves: dict[str, Any] = figures["curves"]  # type: ignore[assignment]
+    condition = next((c for c in AFTER_CONDITIONS if curves.get(c, {}).get("success")), "interventions")
+    curve = curves.get(condition, {}).get("success", {})
+    out[f"{task}_after_condition"] = condition
     if "30" in curve:
         out[f"{task}_after_30min"] = curve["30"]["success"]
     else:
         out[f"{task}_after_30min"] = None
         reached = max((float(k) for k in curve), default=0.0)
         reasons[f"{task}_after_30min"] = (
-            f"not measured: fine-tuned with interventions for {reached:g} robot minutes (--robot-minutes "
+            f"not measured: fine-tuned ({condition}) for {reached:g} robot minutes (--robot-minutes "
             f"{plan.robot_minutes:g}, evaluations every {plan.eval_every:g})"
             if curve
-            else "not measured: the interventions condition did not run"
+            else "not measured: no condition with the operator's takeovers ran"
         )
     return {**out, "reasons": reasons}
 

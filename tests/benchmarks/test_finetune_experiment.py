@@ -151,3 +151,17 @@ def test_the_smallest_experiment_runs_every_condition_through_finetune_and_write
     shown = [json.loads(line) for line in (demos / "metrics.jsonl").read_text().splitlines()]
     assert all(e["interventions"] == e["steps"] for e in shown)
     assert json.loads((demos / "config.json").read_text())["robot"]["unit"] == "b"
+
+
+def test_the_30_minute_figure_comes_from_the_first_condition_with_takeovers_that_ran() -> None:
+    plan = finetune_experiment.Plan(robot_minutes=30, eval_every=10, eval_episodes=20)
+    before = {"unit_success": 0.0, "nominal_success": 0.85}
+    cloned = {"success": {"10": {"success": 0.6}, "30": {"success": 0.4}}}
+    only_cloned = finetune_experiment.headline(
+        "lift", {"curves": {"cloned": cloned, "scratch_cloned": cloned}}, before, plan
+    )
+    assert only_cloned["lift_after_30min"] == 0.4 and only_cloned["lift_after_condition"] == "cloned"
+    both = {"curves": {"cloned": cloned, "interventions": {"success": {"30": {"success": 0.1}}}}}
+    assert finetune_experiment.headline("lift", both, before, plan)["lift_after_30min"] == 0.1
+    none = finetune_experiment.headline("lift", {"curves": {"scratch": cloned}}, before, plan)
+    assert none["lift_after_30min"] is None and "no condition" in none["reasons"]["lift_after_30min"]
