@@ -833,3 +833,56 @@ def test_an_end_effector_run_is_fine_tuned_storing_the_moves_the_arm_was_sent(tm
     ]
     assert stored == pytest.approx(np.array(expected), abs=1e-5)
     assert np.abs(stored).max() > 0.05
+
+
+def test_best_policy_is_kept_where_the_policys_own_successes_peak(tmp_path, monkeypatch):
+    """``--best-window N``: best_policy.pt is the policy after the episode ending the best run of N episodes by
+    the policy's own successes (the success key on episodes without a takeover), recorded in best_policy.json;
+    a later worse run leaves it, and a resumed run goes on from its record."""
+    from vlmrl.arm import finetune_report
+
+    out = tmp_path / "ft"
+    out.mkdir()
+    rows = [(True, 0), (True, 2), (False, 0), (True, 0), (True, 0), (False, 0), (False, 1), (False, 0)]
+    kept = []
+    for episode, (success, takeovers) in enumerate(rows):
+        stats = {
+            "episode": episode,
+            "robot_minutes": episode / 10,
+            "success": success,
+            "takeovers": takeovers,
+        }
+        with (out / "metrics.jsonl").open("a") as f:
+            f.write(json.dumps(stats) + "\n")
+        rate = finetune_report.better_policy(out, 3)
+        if rate is not None:
+            finetune_report.record_best(out, rate, 3, stats)
+            kept.append((episode, rate))
+    # episodes 0-2: one own success (episode 1 was taken over); 2-4: two; nothing later beats two of three
+    assert kept == [(2, pytest.approx(1 / 3)), (4, pytest.approx(2 / 3))]
+    record = json.loads((out / "best_policy.json").read_text())
+    assert record == {
+        "episode": 4,
+        "robot_minutes": 0.4,
+        "own_success_rate": pytest.approx(2 / 3),
+        "window": 3,
+    }
+    assert finetune_report.own_success_rate(out, 20) is None  # fewer episodes than the window
+    # a real run: the operator presses success at every episode's end, no takeovers -> best_policy.pt
+    from robot import teleop
+
+    real_keys = teleop.OperatorKeys
+
+    class SuccessAtTheEnd(real_keys):
+        def poll(self):
+            return ["success"]
+
+    monkeypatch.setattr(robot_arms, "OperatorKeys", lambda listen=True: SuccessAtTheEnd(listen=False))
+    train_tiny_reach(tmp_path, SACConfig(hidden_dims=(16, 16)), 8)
+    ft = config(tmp_path, tmp_path / "sim", task="reach", episodes=3, batch_size=4, wait_for_scores_s=0.0)
+    assert finetune.main(dataclasses.replace(ft, out_dir=tmp_path / "ft2", best_window=2)) == 0
+    assert (tmp_path / "ft2" / "best_policy.pt").is_file()
+    assert json.loads((tmp_path / "ft2" / "best_policy.json").read_text())["episode"] == 1  # 2 of 2 at once
+    assert load_policy(tmp_path / "ft2" / "best_policy.pt").run["task"] == "reach"
+    with pytest.raises(ConfigError, match=r"--best-window -1: expected a number of episodes"):
+        finetune.main(dataclasses.replace(ft, out_dir=tmp_path / "ft3", best_window=-1))

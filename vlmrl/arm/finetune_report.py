@@ -154,6 +154,48 @@ def log_episode(out_dir: Path, stats: dict[str, Any]) -> None:
     print(episode_line(stats))
 
 
+BEST_POLICY_RECORD = "best_policy.json"
+"""Where a fine-tuning run records which episode ``best_policy.pt`` is from and its own success rate."""
+
+
+def own_success_rate(out_dir: Path, window: int) -> float | None:
+    """The share of the last ``window`` episodes of ``out_dir/metrics.jsonl`` that ended in success without a
+    takeover: the policy's own successes, read from the operator's keys (nothing a real arm lacks); None until
+    there are ``window`` episodes."""
+    path = out_dir / "metrics.jsonl"
+    if window < 1 or not path.is_file():
+        return None
+    lines = path.read_text().splitlines()[-window:]
+    if len(lines) < window:
+        return None
+    rows = [json.loads(line) for line in lines]
+    return sum(bool(r["success"]) and not r.get("takeovers") for r in rows) / window
+
+
+def better_policy(out_dir: Path, window: int) -> float | None:
+    """``own_success_rate`` when it is above 0 and above the one ``best_policy.pt`` was kept at (its record in
+    ``out_dir``, so a resumed run goes on from it), else None."""
+    rate = own_success_rate(out_dir, window)
+    record = out_dir / BEST_POLICY_RECORD
+    best = json.loads(record.read_text())["own_success_rate"] if record.is_file() else 0.0
+    return rate if rate is not None and rate > best else None
+
+
+def record_best(out_dir: Path, rate: float, window: int, stats: dict[str, Any]) -> None:
+    """Record that ``best_policy.pt`` is now the policy after episode ``stats["episode"]``, and say so."""
+    record = {
+        "episode": stats["episode"],
+        "robot_minutes": stats["robot_minutes"],
+        "own_success_rate": rate,
+        "window": window,
+    }
+    (out_dir / BEST_POLICY_RECORD).write_text(json.dumps(record) + "\n")
+    print(
+        f"finetune: best_policy.pt <- episode {stats['episode']} ({stats['robot_minutes']:.1f} robot min): "
+        f"{rate:.0%} own successes over the last {window} episodes"
+    )
+
+
 def describe_robot(cfg: Config) -> str:
     """The arm in words, for report.md."""
     if cfg.robot.type == "sim_so101":

@@ -67,10 +67,12 @@ from vlm.config import WorkerConfig
 from vlmrl.actors.env_actor import POLICY_VERSION_KEY
 from vlmrl.actors.robot_actor import RobotSide
 from vlmrl.arm.finetune_report import (
+    better_policy,
     describe_operator,
     describe_robot,
     episode_record,
     log_episode,
+    record_best,
     write_report,
 )
 from vlmrl.arm.robot_arms import check_actor_settings, check_operator, control_hz_of, one_arm, several_arms
@@ -108,7 +110,8 @@ class Config(RobotEnvConfig):
     """Run directory of ``vlmrl train`` holding checkpoint/state.pt, or of ``vlmrl train --offline`` (its
     IQL agent handed over to SAC; trained with ``--policy-obs robot`` on a robot's recordings)."""
     out_dir: Path = Path("runs/finetune")
-    """Holds buffer.zarr, checkpoint/, policy.pt, metrics.jsonl, safety.jsonl, config.json, report.md with
+    """Holds buffer.zarr, checkpoint/, policy.pt (the last policy), best_policy.pt and best_policy.json
+    (``--best-window``), metrics.jsonl, safety.jsonl, config.json, report.md with
     success_vs_robot_minutes.png, and with the scripted operator operator.jsonl."""
     episodes: int = 10
     """Episodes to run on the robot."""
@@ -176,6 +179,10 @@ class Config(RobotEnvConfig):
     """After each episode, wait up to this long for its clips to be scored (0: fully asynchronous)."""
     torch_threads: int = 1
     """Torch threads for acting and updates (more threads than free cores make the control loop late)."""
+    best_window: int = 20
+    """``best_policy.pt`` is the policy after the episode that ended the best run of this many episodes by the
+    policy's own successes (success keys on episodes without a takeover; ``best_policy.json`` says which):
+    fine-tuning can gain within minutes and then lose it (results/finetune), and the keys tell when. 0: none."""
     fresh_agent: bool = False
     """The sim run's networks newly initialised instead of its weights: from scratch on the robot, with the same
     operator and robot minutes (``benchmarks/finetune_experiment.py``'s baseline)."""
@@ -235,6 +242,8 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
 
     if cfg.episodes < 1:
         raise ConfigError(f"--episodes {cfg.episodes}: expected at least 1")
+    if cfg.best_window < 0:
+        raise ConfigError(f"--best-window {cfg.best_window}: expected a number of episodes, or 0 for none")
     if cfg.robot_minutes is not None and not cfg.robot_minutes > 0:
         raise ConfigError(f"--robot-minutes {cfg.robot_minutes}: expected a positive number of minutes")
     check_actor_settings(cfg)
@@ -339,6 +348,10 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         def after_episode(stats: dict[str, Any]) -> None:
             stats = episode_record(stats, loop, buffer, control_hz)
             log_episode(cfg.out_dir, stats)
+            rate = better_policy(cfg.out_dir, cfg.best_window) if cfg.best_window else None
+            if rate is not None:  # the policy's own successes, from the keys: the best so far
+                export_policy(agent, cfg.out_dir / "best_policy.pt", run=sim_policy_run_info(cfg.from_run))
+                record_best(cfg.out_dir, rate, cfg.best_window, stats)
             save_checkpoint(
                 cfg.out_dir, learner_checkpoint(learner, cfg, obs_spec, train_config=train), buffer
             )
