@@ -390,6 +390,19 @@ def headline(
     return {**out, "reasons": reasons}
 
 
+def run_provenance(run_dir: Path, origin: dict[str, object], collect_only: bool) -> dict[str, object]:
+    """Where a condition's run ran: its ``provenance.json``, written (``origin``: this checkout's commit and
+    CPU) when this script first runs it, so rows collected later, or from another checkout, keep the commit
+    and CPU the run had; ``origin`` for a run without one."""
+    path = run_dir / "provenance.json"
+    if path.is_file():
+        return dict(json.loads(path.read_text()))
+    if not collect_only:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(origin) + "\n")
+    return origin
+
+
 def run_task(
     task: str, args: argparse.Namespace, plan: Plan, origin: dict[str, object]
 ) -> tuple[dict[str, object], dict[str, object]]:
@@ -433,10 +446,10 @@ def run_task(
 
     def one(job: tuple[str, int]) -> dict[str, object]:
         condition, seed = job
-        row = run_condition(
-            runs[seed], str(unit), condition, seed, plan, task_dir / f"{condition}-s{seed}", demos.get(seed)
-        )
-        return {**row, "policy_run": str(runs[seed]), **origin}
+        run_dir = task_dir / f"{condition}-s{seed}"
+        ran_at = run_provenance(run_dir, origin, plan.collect_only)
+        row = run_condition(runs[seed], str(unit), condition, seed, plan, run_dir, demos.get(seed))
+        return {**row, "policy_run": str(runs[seed]), **ran_at}
 
     with ThreadPoolExecutor(args.jobs) as pool:
         rows = list(pool.map(one, [(c, s) for s in args.seeds for c in args.conditions]))

@@ -116,6 +116,10 @@ def test_the_smallest_experiment_runs_every_condition_through_finetune_and_write
     assert len(reach["p_values"]) == 15 and "cloned_vs_scratch_cloned" in reach["p_values"]
     runs = {r["condition"]: r for r in reach["runs"]}
     assert all(r["commit"] and r["cpu"] for r in runs.values())
+    ran = json.loads((tmp_path / "exp" / "reach" / "cloned-s0" / "provenance.json").read_text())
+    assert (
+        ran["commit"] == runs["cloned"]["commit"] and ran["cpu"] == runs["cloned"]["cpu"]
+    )  # kept for later collects
     # Each condition's settings reached finetune: its config, and what its operator did.
     demos = tmp_path / "exp" / "reach" / "demos-s0"
     for condition, (fresh, budget) in {
