@@ -30,5 +30,5 @@ bench viewer benchmarks/viewer.py
 bench viewer-quick benchmarks/viewer.py --quick
 bench lerobot_sac benchmarks/lerobot_sac.py --tasks reach --seeds 0 1 2 --jobs 1
 bench deployable_tasks benchmarks/deployable_tasks.py --tasks reach lift push place --seeds 0 1 2 3 4
-bench finetune benchmarks/finetune_experiment.py --tasks lift --policy-run runs/lift-d100-s0 --unit a --seeds 0 --conditions interventions keys_only scratch --robot-minutes 10 --eval-every 5
+bench finetune benchmarks/finetune_experiment.py --tasks lift --policy-run runs/lift-s0 --unit a --seeds 0 1 2 3 4 --conditions cloned scratch_cloned --robot-minutes 30 --eval-every 10 --eval-episodes 20
 gpu_bench gpu_paths benchmarks/gpu_paths.py

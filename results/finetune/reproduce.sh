@@ -4,7 +4,8 @@
 # Trains the lift policy it fine-tunes (the deployable recipe, running on after success, UTD 2, 10 critics:
 # results/deployable's lift-nt-utd2e10-s0), then measures it on twin unit b before and while fine-tuning.
 # Every step is resumable: a rerun collects what is finished and continues the rest. lift_1min_unit_b.json is
-# the first measurement's finetune.json; results/bench/finetune.json is the second's (10 robot minutes, below).
+# the first measurement's finetune.json; lift_10min_unit_a.json the second's (10 robot minutes, below); results/bench/finetune.json is the
+# end-effector study's (30 robot minutes, five seeds, last below).
 set -euo pipefail
 OUT=${1:?usage: results/finetune/reproduce.sh OUT}
 source results/lib.sh
@@ -112,6 +113,17 @@ UNIT="" MINUTES="5 10 20" nominal_twin "$OUT/lift-s0" "$N" N6-prior-frozen-abs-c
   --actor-lr 3e-5
 unset UNIT MINUTES
 python_script results/finetune/collect_nominal.py "$N" "$B" --json "$OUT/nominal_twin.json"
+# An end-effector lift policy on unit a (2026-12-05, README "An end-effector lift policy on unit a"): the recipe's
+# lift policy (end-effector actions since b063ccd; results/deployable section 11's lift-s0), the unit where it drops
+# most; a one-seed pilot of 10 robot minutes, then cloned against scratch_cloned over fine-tuning seeds 0-4 for 30
+# robot minutes, evaluations of 20 episodes every 10 (results/bench/finetune.json).
+train_run "$OUT" ee-lift-s0 --recipe deployable --sim.task lift --seed 0 --video-episodes 0 --no-progress --torch-threads 1
+python_script benchmarks/finetune_experiment.py --tasks lift --seeds 0 --policy-run "$OUT/ee-lift-s0" --unit auto \
+  --unit-episodes 20 --conditions interventions cloned --robot-minutes 10 --eval-every 5 --eval-episodes 20 --jobs 1 \
+  --runs-dir "$OUT/ee" --json "$OUT/ee_pilot.json"
+python_script benchmarks/finetune_experiment.py --tasks lift --seeds 0 1 2 3 4 --policy-run "$OUT/ee-lift-s0" --unit a \
+  --conditions cloned scratch_cloned --robot-minutes 30 --eval-every 10 --eval-episodes 20 --jobs 2 \
+  --runs-dir "$OUT/ee" --json "$OUT/finetune.json"
 # The issue's full design (5 seeds, lift and reach, 60 robot minutes, evaluations of 20 episodes every 10):
 #   python benchmarks/finetune_experiment.py --tasks lift reach --seeds 0 1 2 3 4 --robot-minutes 60 \
 #       --eval-every 10 --eval-episodes 20 --runs-dir OUT/runs-full --json OUT/finetune-full.json
