@@ -166,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         "--train-args",
         default="",
         help="more `vlmrl train` options for every new run, one shell-quoted string (a lever to try on the "
-        "recipe, e.g. '--agent.target-entropy -3'); recorded with each run and in the JSON",
+        "recipe, e.g. '--agent.target-entropy -3'; a single flag needs the = form, --train-args=--sim.ee-arm-steps, "
+        "or argparse reads it as an option of its own); recorded with each run and in the JSON",
     )
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
