@@ -124,6 +124,19 @@ python_script benchmarks/finetune_experiment.py --tasks lift --seeds 0 --policy-
 python_script benchmarks/finetune_experiment.py --tasks lift --seeds 0 1 2 3 4 --policy-run "$OUT/ee-lift-s0" --unit a \
   --conditions cloned scratch_cloned --robot-minutes 30 --eval-every 10 --eval-episodes 20 --jobs 2 \
   --runs-dir "$OUT/ee" --json "$OUT/finetune.json"
+# best_policy.pt against policy.pt (best_policy_unit_a.json): the study's cloned condition for 20 robot minutes in
+# one stage, both policies deployed on unit a over the held-out start states.
+for s in 0 1 2 3 4; do
+  logged "$OUT/logs/best-s$s.log" vlmrl finetune --from "$OUT/ee-lift-s0" --out-dir "$OUT/best/cloned-s$s" \
+    --buffer.clone-info-key intervention --bc-weight 4 --buffer.absorbing-terminal --actor-lr 3e-5 --freeze-encoder \
+    --prior-data "$OUT/ee/lift/demos-s$s/buffer.zarr" --robot.unit a --operator scripted --episodes 100000 \
+    --robot-minutes 20 --seed $((100000 * s)) --torch-threads 1 --env.control-hz 1000 --twin-control-hz 20
+  for p in best_policy policy; do
+    logged "$OUT/logs/best-s$s-$p.log" vlmrl deploy --policy "$OUT/best/cloned-s$s/$p.pt" --episodes 20 \
+      --seed 2000000 --video-camera None --torch-threads 1 --env.control-hz 1000 --twin-control-hz 20 --robot.unit a \
+      --out-dir "$OUT/best/cloned-s$s/eval-$p"
+  done
+done
 # The full design (5 seeds, lift and reach, 60 robot minutes, evaluations of 20 episodes every 10):
 #   python benchmarks/finetune_experiment.py --tasks lift reach --seeds 0 1 2 3 4 --robot-minutes 60 \
 #       --eval-every 10 --eval-episodes 20 --runs-dir OUT/runs-full --json OUT/finetune-full.json
