@@ -70,9 +70,9 @@ STATE_NAMES: tuple[str, ...] = (
 centre point for reach, the cube otherwise. Parked (unused) objects keep constant far-away values."""
 
 _ARM_JOINTS = np.array([name != "gripper" for name in JOINT_NAMES])
+"""Which of ``JOINT_NAMES`` the anti-windup bound applies to: all but the gripper."""
 _ARM_MAX_STEP = np.array([SO101_MAX_STEP[f"{name}.pos"] for name in JOINT_NAMES], dtype=np.float32)
 """The SO-101 safety layer's largest command change per step, in ``JOINT_NAMES`` order (``ee_arm_steps``)."""
-"""Which of ``JOINT_NAMES`` the anti-windup bound applies to: all but the gripper."""
 
 HOME_TCP_M = np.array(HOME_TCP)
 """Tool centre point of the home pose episodes start near (gripper 60 deg below horizontal)."""
