@@ -37,11 +37,9 @@ from sim.so101.calibrated_cameras import apply_camera_calibration, calibration_u
 from sim.so101.geometry import HOME_TCP
 from sim.so101.kinematics import (
     EE_ACTION_NAMES,
-    EE_WORKSPACE_HIGH_M,
-    EE_WORKSPACE_LOW_M,
+    ee_delta_step,
     forward_kinematics,
     inverse_kinematics,
-    solve_ik,
 )
 from sim.so101.tasks import TASKS, Task
 
@@ -292,18 +290,17 @@ class SO101Env(gymnasium.Env):
         self._steps += 1
 
     def _ee_delta_targets(self, action: np.ndarray) -> np.ndarray:
-        targets = self._targets.copy()
         if self.cfg.ee_arm_steps:  # from where the last targets put the tool, as deploy does on an arm
-            self._tcp_target = forward_kinematics(dict(zip(JOINT_NAMES, targets.tolist(), strict=True)))
-        tcp = np.clip(
-            self._tcp_target + action[:3] * self.cfg.max_delta_m, EE_WORKSPACE_LOW_M, EE_WORKSPACE_HIGH_M
+            self._tcp_target = forward_kinematics(dict(zip(JOINT_NAMES, self._targets.tolist(), strict=True)))
+        joints, self._tcp_target = ee_delta_step(
+            dict(zip(JOINT_NAMES, self._targets.tolist(), strict=True)),
+            self._tcp_target,
+            action,
+            self.cfg.max_delta_m,
+            self.cfg.max_delta_deg,
+            self.cfg.max_delta_gripper,
         )
-        solution = solve_ik(tcp)
-        if solution is not None:  # out of reach: the arm holds its pose
-            self._tcp_target = tcp
-            targets[:4] = [solution[0][name] for name in JOINT_NAMES[:4]]
-        targets[4] += action[3] * self.cfg.max_delta_deg
-        targets[5] += action[4] * self.cfg.max_delta_gripper
+        targets = np.array([joints[name] for name in JOINT_NAMES], dtype=np.float32)
         if self.cfg.ee_arm_steps:  # the safety layer's per-step limit
             targets = np.clip(targets, self._targets - _ARM_MAX_STEP, self._targets + _ARM_MAX_STEP)
         return np.clip(targets, self._low, self._high)

@@ -102,3 +102,35 @@ def solve_ik(xyz: np.ndarray) -> tuple[dict[str, float], float] | None:
         if joints is not None:
             return joints, pitch
     return None
+
+
+def ee_delta_step(
+    targets: Mapping[str, float],
+    tool: np.ndarray,
+    action: np.ndarray,
+    max_delta_m: float,
+    max_delta_deg: float,
+    max_delta_gripper: float,
+) -> tuple[dict[str, float], np.ndarray]:
+    """One ee_delta action (``EE_ACTION_NAMES``, each in [-1, 1]) applied to joint ``targets`` (LeRobot
+    degrees; the keys may carry ``.pos``) whose tool centre point is ``tool``: the point moves by up to
+    ``max_delta_m`` inside the workspace box and ``solve_ik`` (gripper as steeply down as reachable) sets the
+    first four joints, wrist roll and gripper change by ``max_delta_deg`` and ``max_delta_gripper``. A point
+    out of reach holds the four joints. Returns the new targets (same keys) and the tool point they aim at
+    (``tool`` when out of reach). The one ee step the twin (``sim.so101.env``) and an arm
+    (``vlmrl.loop.arm_actions.EndEffectorDeltas``) both take; joint limits are the caller's."""
+    a = np.asarray(action, dtype=np.float64)
+    new = {key: float(value) for key, value in targets.items()}
+    by_name = {key.removesuffix(".pos"): key for key in new}
+    point = np.clip(
+        np.asarray(tool, np.float64) + a[:3] * max_delta_m, EE_WORKSPACE_LOW_M, EE_WORKSPACE_HIGH_M
+    )
+    solution = solve_ik(point)
+    if solution is None:
+        point = np.asarray(tool, np.float64)
+    else:
+        for name, value in solution[0].items():
+            new[by_name[name]] = float(value)
+    new[by_name["wrist_roll"]] += float(a[3]) * max_delta_deg
+    new[by_name["gripper"]] += float(a[4]) * max_delta_gripper
+    return new, point

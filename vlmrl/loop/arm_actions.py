@@ -19,13 +19,7 @@ from typing import Any
 import numpy as np
 
 from sim.config import SimConfig, joint_delta_scale
-from sim.so101.kinematics import (
-    EE_ACTION_NAMES,
-    EE_WORKSPACE_HIGH_M,
-    EE_WORKSPACE_LOW_M,
-    forward_kinematics,
-    solve_ik,
-)
+from sim.so101.kinematics import EE_ACTION_NAMES, ee_delta_step, forward_kinematics
 from vlmrl.errors import ConfigError
 
 
@@ -74,14 +68,11 @@ class EndEffectorDeltas:
                 f"an ee_delta action has {len(EE_ACTION_NAMES)} values {EE_ACTION_NAMES}, got {a.shape}"
             )
         keys = list(env.action_keys)
-        targets = env.last_sent("ee_delta_targets").astype(np.float64)
-        tool = forward_kinematics(dict(zip(keys, targets.tolist(), strict=True)))
-        solution = solve_ik(np.clip(tool + a[:3] * self.max_delta_m, EE_WORKSPACE_LOW_M, EE_WORKSPACE_HIGH_M))
-        if solution is not None:  # out of reach: the arm holds its pose
-            for name, value in solution[0].items():
-                targets[keys.index(f"{name}.pos")] = value
-        targets[keys.index("wrist_roll.pos")] += a[3] * self.max_delta_deg
-        targets[keys.index("gripper.pos")] += a[4] * self.max_delta_gripper
+        sent = dict(zip(keys, env.last_sent("ee_delta_targets").astype(np.float64).tolist(), strict=True))
+        moved, _ = ee_delta_step(
+            sent, forward_kinematics(sent), a, self.max_delta_m, self.max_delta_deg, self.max_delta_gripper
+        )
+        targets = np.array([moved[key] for key in keys], dtype=np.float64)
         limits = env.cfg.safety.joint_limits
         low = np.array([limits[k][0] for k in keys], dtype=np.float64)
         high = np.array([limits[k][1] for k in keys], dtype=np.float64)
