@@ -25,8 +25,9 @@ rerun collects what is finished and resumes the rest (finetune from its checkpoi
 missing). The JSON has per condition the success curve over seeds (mean, sd), Welch p-values between the
 conditions at each evaluation (over seeds; with one seed, over the pooled episodes, labelled so),
 interventions and safety clips per fine-tuning episode over time, and ``lift_before``,
-``lift_after_30min``, ``lift_nominal`` (null, with the reason in ``reasons``, when not measured); every row
-records its commit and CPU.
+``lift_after_30min``, ``lift_nominal`` (null, with the reason in ``reasons``, when not measured); after the last
+evaluation each run's ``best_policy.pt`` (kept by `vlmrl finetune` from the keys) is deployed the same way
+(``best_policy`` per run and condition, ``lift_best_policy``); every row records its commit and CPU.
 
     python benchmarks/finetune_experiment.py --quick --json runs/bench/finetune-quick.json      # minutes
     python benchmarks/finetune_experiment.py --tasks lift reach --seeds 0 1 2 3 4 \\
@@ -240,9 +241,33 @@ def run_condition(
         "condition": condition,
         "seed": seed,
         "curve": curve,
+        "best_policy": best_policy_figures(ft_dir, unit, plan, out_dir, log)
+        if len(curve) == len(plan.stages())
+        else None,
         "episodes": over_time(read_episodes(ft_dir), plan),
         **({"demonstrations": demos} if condition in WITH_DEMOS else {}),
     }
+
+
+def best_policy_figures(
+    ft_dir: Path, unit: str, plan: Plan, out_dir: Path, log: Path
+) -> dict[str, object] | None:
+    """The run's ``best_policy.pt`` (the policy `vlmrl finetune` kept at its best run of own successes, from the
+    keys; ``best_policy.json`` says when) deployed on the unit as the stages are, the same start states; None
+    when the run kept none (fewer episodes than its ``--best-window``, or no own success)."""
+    record_path = ft_dir / "best_policy.json"
+    if not (ft_dir / "best_policy.pt").is_file() or not record_path.is_file():
+        return None
+    record = json.loads(record_path.read_text())
+    where = out_dir / f"eval-best-episode{record['episode']}"
+    snapshot = where.with_suffix(".pt")
+    if not snapshot.is_file() and not plan.collect_only:
+        snapshot.write_bytes((ft_dir / "best_policy.pt").read_bytes())
+    evaluation = deploy(snapshot, unit, plan.eval_episodes, where, log, run=not plan.collect_only)
+    if evaluation is None:
+        return None
+    kept = {k: record[k] for k in ("episode", "robot_minutes", "own_success_rate", "window")}
+    return {**evaluation, "kept": kept}
 
 
 def spent_by(episodes: list[dict[str, object]], minutes: float) -> float:
@@ -320,7 +345,11 @@ def summarize(rows: list[dict[str, object]], before: dict[str, object], plan: Pl
                     for key in ("episodes", "success", "interventions_per_episode", "takeovers_per_episode",
                                 "safety_clips_per_episode")
                 }  # fmt: skip
-        curves[condition] = {"success": per_point, "finetune_episodes": periods}
+        curves[condition] = {
+            "success": per_point,
+            "finetune_episodes": periods,
+            "best_policy": best_summary(runs, points),
+        }
     p_values: dict[str, dict[str, object]] = {}
     for a, b in itertools.combinations(conditions, 2):
         pair: dict[str, object] = {}
@@ -357,6 +386,31 @@ def summarize(rows: list[dict[str, object]], before: dict[str, object], plan: Pl
     return {"curves": curves, "p_values": p_values, "before": before}
 
 
+def best_summary(runs: list[dict[str, object]], points: list[str]) -> dict[str, object] | None:
+    """``best_policy.pt`` over the seeds that kept one: mean and sd of its success on the unit, the robot
+    minutes it was kept at, and the paired t-test against the same seeds' policies at the last evaluation."""
+    from scipy.stats import ttest_rel
+
+    kept = [r for r in runs if r.get("best_policy") and points and points[-1] in r["curve"]]  # type: ignore[operator]
+    if not kept:
+        return None
+    best = [float(r["best_policy"]["success"]) for r in kept]  # type: ignore[index]
+    last = [float(r["curve"][points[-1]]["success"]) for r in kept]  # type: ignore[index]
+    differs = len(kept) > 1 and statistics.pstdev([b - f for b, f in zip(best, last)]) > 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = round(float(ttest_rel(best, last).pvalue), 4) if differs else None
+    return {
+        "success": round(statistics.mean(best), 4),
+        "sd": round(statistics.stdev(best), 4) if len(best) > 1 else None,
+        "seeds": len(best),
+        "kept_at_robot_minutes": [r["best_policy"]["kept"]["robot_minutes"] for r in kept],  # type: ignore[index]
+        "final": points[-1],
+        "final_success": round(statistics.mean(last), 4),
+        "paired_p_vs_final": p,
+    }
+
+
 AFTER_CONDITIONS = ("interventions", "cloned", "cloned_prior")
 """Conditions that fine-tune with the scripted operator's takeovers, in the order ``<task>_after_30min`` takes the
 first that ran: the plain one, then those with demonstrations on the unit and the takeovers cloned."""
@@ -366,7 +420,8 @@ def headline(
     task: str, figures: dict[str, object], before: dict[str, object], plan: Plan
 ) -> dict[str, object]:
     """``<task>_before``, ``<task>_after_30min`` (from the first of ``AFTER_CONDITIONS`` that ran, named in
-    ``<task>_after_condition``) and ``<task>_nominal`` (None with a reason where not measured)."""
+    ``<task>_after_condition``), ``<task>_best_policy`` (that condition's ``best_policy.pt`` on the unit) and
+    ``<task>_nominal`` (None with a reason where not measured)."""
     out: dict[str, object] = {
         f"{task}_before": before["unit_success"],
         f"{task}_nominal": before["nominal_success"],
@@ -376,6 +431,10 @@ def headline(
     condition = next((c for c in AFTER_CONDITIONS if curves.get(c, {}).get("success")), "interventions")
     curve = curves.get(condition, {}).get("success", {})
     out[f"{task}_after_condition"] = condition
+    best = curves.get(condition, {}).get("best_policy")
+    out[f"{task}_best_policy"] = best["success"] if best else None
+    if not best:
+        reasons[f"{task}_best_policy"] = f"not measured: no {condition} run kept a best_policy.pt"
     if "30" in curve:
         out[f"{task}_after_30min"] = curve["30"]["success"]
     else:

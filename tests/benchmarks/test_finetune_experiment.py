@@ -149,6 +149,8 @@ def test_the_smallest_experiment_runs_every_condition_through_finetune_and_write
         takeovers = [p["interventions_per_episode"] for p in periods.values()]
         assert (max(takeovers) == 0) if condition == "keys_only" else (min(takeovers) > 0)
         assert runs[condition]["curve"]["0.01"]["robot_minutes_spent"] >= 0.01
+    assert all(r["best_policy"] is None for r in runs.values())  # 2-3 episodes: fewer than --best-window
+    assert report["reach_best_policy"] is None and "best_policy.pt" in report["reasons"]["reach_best_policy"]
     # The demonstrations: the expert drove both episodes on the unit, once for both conditions that use them.
     assert runs["cloned"]["demonstrations"] == runs["scratch_cloned"]["demonstrations"]
     assert runs["cloned"]["demonstrations"]["episodes"] == 2
@@ -169,3 +171,38 @@ def test_the_30_minute_figure_comes_from_the_first_condition_with_takeovers_that
     assert finetune_experiment.headline("lift", both, before, plan)["lift_after_30min"] == 0.1
     none = finetune_experiment.headline("lift", {"curves": {"scratch": cloned}}, before, plan)
     assert none["lift_after_30min"] is None and "no condition" in none["reasons"]["lift_after_30min"]
+
+
+def test_a_kept_best_policy_is_deployed_on_the_unit_and_summarised_against_the_final_one(tmp_path) -> None:
+    tiny_reach_policy(tmp_path / "policy")
+    ft_dir = tmp_path / "run" / "finetune"
+    ft_dir.mkdir(parents=True)
+    plan = finetune_experiment.Plan(robot_minutes=10, eval_every=10, eval_episodes=2)
+    assert (
+        finetune_experiment.best_policy_figures(ft_dir, "b", plan, tmp_path / "run", tmp_path / "log") is None
+    )
+    (ft_dir / "best_policy.pt").write_bytes((tmp_path / "policy" / "policy.pt").read_bytes())
+    kept = {"episode": 7, "robot_minutes": 1.5, "own_success_rate": 0.25, "window": 4}
+    (ft_dir / "best_policy.json").write_text(json.dumps(kept))
+    best = finetune_experiment.best_policy_figures(ft_dir, "b", plan, tmp_path / "run", tmp_path / "log")
+    assert (
+        best is not None and best["episodes"] == 2 and best["kept"] == kept and 0.0 <= best["success"] <= 1.0
+    )
+    assert (tmp_path / "run" / "eval-best-episode7" / "metrics.json").is_file()
+    config = json.loads((tmp_path / "run" / "eval-best-episode7" / "config.json").read_text())
+    assert config["robot"]["unit"] == "b"
+    # Over seeds: the best policies' mean, where they were kept, and the paired test against the final ones.
+    rows = [row("cloned", s, {"10": 0.1 * s}) for s in range(3)]
+    for s, r in enumerate(rows):
+        r["best_policy"] = {"success": 0.5 + 0.1 * s + 0.05 * (s == 1), "kept": {"robot_minutes": 2.0 + s}}
+    figures = finetune_experiment.summarize(rows, {}, plan)
+    summary = figures["curves"]["cloned"]["best_policy"]
+    assert summary["success"] == pytest.approx(0.6167, abs=1e-4) and summary["seeds"] == 3
+    assert summary["final_success"] == pytest.approx(0.1) and summary["kept_at_robot_minutes"] == [
+        2.0,
+        3.0,
+        4.0,
+    ]
+    assert summary["paired_p_vs_final"] < 0.01
+    top = finetune_experiment.headline("lift", figures, {"unit_success": 0.0, "nominal_success": 0.9}, plan)
+    assert top["lift_best_policy"] == summary["success"] and "lift_best_policy" not in top["reasons"]
