@@ -111,6 +111,14 @@ for s in 0 1; do
     --seed 2000000 --video-camera None --torch-threads 1 --env.control-hz 1000 --twin-control-hz 20 \
     --out-dir "$OUT/deploy20-steps-lift-s$s"
 done
+# Section 13 (session of 2026-12-05, 03:34; at c9b6991): push with 200 demonstrations and with UTD 2 (seeds 0-1), place
+# with 100 demonstrations (seeds 0-4; the recipe's own setting for place since) (levers_c9b6991.json).
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --train-args '--demo-episodes 200' \
+  --runs-dir "$OUT/push-d200" --json "$OUT/push_d200.json"
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --train-args '--agent.utd-ratio 2' \
+  --runs-dir "$OUT/push-utd2" --json "$OUT/push_utd2.json"
+python_script benchmarks/deployable_tasks.py --tasks place --seeds 0 1 2 3 4 --train-args '--demo-episodes 100' \
+  --runs-dir "$OUT/place-d100" --json "$OUT/place_d100.json"
 # Section 10: place from a state teacher (seed 0's state run) distilled into robot-observation students (place_teacher.json).
 train place-state-teacher-s0 "${DEP[@]}" --sim.task place --seed 0 "${STATE[@]}"
 for s in 0 1 2 3 4; do
