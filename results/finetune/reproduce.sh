@@ -140,3 +140,10 @@ done
 # The full design (5 seeds, lift and reach, 60 robot minutes, evaluations of 20 episodes every 10):
 #   python benchmarks/finetune_experiment.py --tasks lift reach --seeds 0 1 2 3 4 --robot-minutes 60 \
 #       --eval-every 10 --eval-episodes 20 --runs-dir OUT/runs-full --json OUT/finetune-full.json
+# A stronger cloning weight (bc50_unit_a.json; at a220448): a new recipe lift policy (seed 0), then the cloned
+# condition with --bc-weight 50 on unit a, five fine-tuning seeds, 30 robot minutes, evaluations every 10.
+python_script benchmarks/deployable_tasks.py --tasks lift --seeds 0 --runs-dir "$OUT/bc50-policies" \
+  --json "$OUT/bc50-policies.json"
+python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/bc50-policies/lift-s0" --unit a \
+  --seeds 0 1 2 3 4 --conditions cloned --robot-minutes 30 --eval-every 10 --eval-episodes 20 \
+  --finetune-arg=--bc-weight=50 --runs-dir "$OUT/bc50" --json "$OUT/bc50_unit_a.json"
