@@ -290,10 +290,11 @@ class SO101Env(gymnasium.Env):
         self._steps += 1
 
     def _ee_delta_targets(self, action: np.ndarray) -> np.ndarray:
+        current = dict(zip(JOINT_NAMES, self._targets.tolist(), strict=True))
         if self.cfg.ee_arm_steps:  # from where the last targets put the tool, as deploy does on an arm
-            self._tcp_target = forward_kinematics(dict(zip(JOINT_NAMES, self._targets.tolist(), strict=True)))
+            self._tcp_target = forward_kinematics(current)
         joints, self._tcp_target = ee_delta_step(
-            dict(zip(JOINT_NAMES, self._targets.tolist(), strict=True)),
+            current,
             self._tcp_target,
             action,
             self.cfg.max_delta_m,
