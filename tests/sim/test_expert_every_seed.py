@@ -63,19 +63,41 @@ def test_expert_succeeds_on_every_seed_and_ends_in_success(task: str, action_mod
         assert ever - ended <= 0.03 * len(SEEDS), f"{setting}: {ever - ended} successes undone"
 
 
-def test_expert_holds_still_once_the_task_holds() -> None:
+def test_expert_holds_still_once_the_push_is_done() -> None:
     env = make_env(SimConfig(task="push", cameras=(), action_mode="delta", terminate_on_success=False))
     expert = ScriptedPolicy(env)
     obs, _ = env.reset(seed=1000)
+    stopped, success = False, False
     for _ in range(env.unwrapped.max_episode_steps):
         action = expert.act(obs)
+        # Joint-delta actions of zero: the targets stay where they are, from the first such step on.
+        if stopped:
+            np.testing.assert_array_equal(action, np.zeros(6, np.float32))
+        stopped = stopped or (success and not action.any())
         obs, _, _, _, info = env.step(action)
-        if info["success"]:
-            break
-    assert info["success"]
-    # Joint-delta actions of zero: the targets stay where they are.
-    np.testing.assert_array_equal(expert.act(obs), np.zeros(6, np.float32))
+        success = info["success"]
+    assert stopped and info["success"]
     env.close()
+
+
+def test_the_push_expert_leaves_the_cube_near_the_zone_centre() -> None:
+    """Policies copy where their teacher stops: an expert that stopped at the first step inside the 3 cm zone
+    left the cube 2.1 cm out at the median (64% beyond 2 cm), and policies that learned from it stopped at the
+    edge, 2.6-3.0 cm out. It now pushes on toward the centre while the push goes cleanly."""
+    env = make_env(SimConfig(task="push", cameras=(), action_mode="delta", terminate_on_success=False))
+    expert = ScriptedPolicy(env)
+    ends = []
+    for seed in range(1000, 1030):
+        obs, _ = env.reset(seed=seed)
+        expert.reset()
+        for _ in range(env.unwrapped.max_episode_steps):
+            obs, _, _, _, info = env.step(expert.act(obs))
+        if info["success"]:
+            cube, zone = env.unwrapped.sim.cube_position(), env.unwrapped.task.goal()
+            ends.append(float(np.linalg.norm(cube[:2] - zone[:2])))
+    env.close()
+    assert len(ends) >= 27
+    assert np.median(ends) < 0.019, f"median end {np.median(ends):.3f} m from the zone's centre"
 
 
 def test_push_goals_are_reachable_for_a_straight_push() -> None:
