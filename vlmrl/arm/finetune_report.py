@@ -7,6 +7,7 @@ resumed run covers the whole run.
 
 from __future__ import annotations
 
+import collections
 import json
 from pathlib import Path
 from typing import Any
@@ -165,7 +166,8 @@ def own_success_rate(out_dir: Path, window: int) -> float | None:
     path = out_dir / "metrics.jsonl"
     if window < 1 or not path.is_file():
         return None
-    lines = path.read_text().splitlines()[-window:]
+    with path.open() as rows_file:  # streamed: only the last ``window`` lines are kept, however long the run
+        lines = collections.deque(rows_file, maxlen=window)
     if len(lines) < window:
         return None
     rows = [json.loads(line) for line in lines]
