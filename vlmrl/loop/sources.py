@@ -56,6 +56,8 @@ class EnvEpisodes:
             ``policy_version`` -1).
         reset_options: called before each episode for the env's reset ``options`` (``vlmrl train``'s
             randomisation curriculum); None: no options.
+        steps_after_success: an episode ends (truncated, not terminal) this many steps after its first
+            success; None: at the env's own end.
     """
 
     def __init__(
@@ -66,19 +68,25 @@ class EnvEpisodes:
         seed_base: int,
         extra_info: dict[str, float] | None = None,
         reset_options: Callable[[], dict[str, Any]] | None = None,
+        steps_after_success: int | None = None,
     ) -> None:
         self.env, self.buffer, self.stored_keys, self.seed_base = env, buffer, list(stored_keys), seed_base
         self.extra_info = extra_info or {}
         self.reset_options = reset_options
+        self.steps_after_success = steps_after_success
 
     def collect(self, episode: int, act: Act, after_step: Callable[[], None]) -> dict[str, float]:
         """One episode with ``act`` choosing actions (see ``ExperienceSource.collect``)."""
         options = self.reset_options() if self.reset_options is not None else None
         obs, _ = self.env.reset(seed=self.seed_base + episode, options=options)
-        episode_return, length, success = 0.0, 0, False
+        episode_return, length, success, since_success = 0.0, 0, False, 0
         while True:
             action = act(obs)
             next_obs, reward, terminated, truncated, info = self.env.step(action)
+            success = success or bool(info["success"])
+            if success and self.steps_after_success is not None:
+                truncated = truncated or (not terminated and since_success >= self.steps_after_success)
+                since_success += 1
             self.buffer.add_step(
                 {k: obs[k] for k in self.stored_keys}, action, reward, terminated, truncated,
                 {**info, **self.extra_info},
@@ -86,7 +94,6 @@ class EnvEpisodes:
             )  # fmt: skip
             length += 1
             episode_return += float(reward)
-            success = success or bool(info["success"])
             after_step()
             if terminated or truncated:
                 break

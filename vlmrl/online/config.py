@@ -131,6 +131,10 @@ class TrainConfig:
     (demonstrations, as in RLPD or SAC from demonstrations). They are scored like any other clip and do not
     count in total_steps. Use with ``--agent.layer-norm``: with a plain critic, Q diverged on demonstrations.
     0: none."""
+    demo_steps_after_success: int = -1
+    """A demonstration ends this many steps after the expert's first success (truncated, not terminal: the
+    learner bootstraps there); -1: it runs to the episode's end. The twin's push expert holds still once the
+    cube is in the zone, so push demonstrations to the time limit are 80% standing still beside the zone."""
     prior_share: float = 0.5
     """Share of each batch drawn from the demonstrations and ``prior_data`` (RLPD's symmetric sampling,
     Ball et al. 2023), uniformly; the rest comes from online data by ``--replay``. 0: they are replayed
@@ -275,6 +279,10 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
         )
     if cfg.demo_episodes < 0:
         raise ConfigError(f"demo_episodes must be >= 0, got {cfg.demo_episodes}")
+    if cfg.demo_steps_after_success < -1:
+        raise ConfigError(
+            f"demo_steps_after_success must be >= 0, or -1 (to the episode's end), got {cfg.demo_steps_after_success}"
+        )
     if not 0.0 <= cfg.prior_share <= 1.0:
         raise ConfigError(f"prior_share must be in [0, 1], got {cfg.prior_share}")
     if cfg.agent.bc_weight > 0 and (cfg.prior_share == 0 or not (cfg.demo_episodes or cfg.prior_data)):

@@ -385,6 +385,7 @@ class Trainer:
         demos = EnvEpisodes(
             self.env, staged, self.stored_keys, cfg.seed * TRAIN_SEED_STRIDE + DEMO_SEED_OFFSET,
             extra_info={POLICY_VERSION_KEY: -1.0} if cfg.actors else None,
+            steps_after_success=cfg.demo_steps_after_success if cfg.demo_steps_after_success >= 0 else None,
         )  # fmt: skip
         # With --prior-share > 0 the demonstrations are the prior part of RLPD's symmetric sampling.
         mix = self.buffer.sampler if isinstance(self.buffer.sampler, PriorMixSampler) else None
