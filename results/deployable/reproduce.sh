@@ -119,6 +119,11 @@ python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --train-ar
   --runs-dir "$OUT/push-utd2" --json "$OUT/push_utd2.json"
 python_script benchmarks/deployable_tasks.py --tasks place --seeds 0 1 2 3 4 --train-args '--demo-episodes 100' \
   --runs-dir "$OUT/place-d100" --json "$OUT/place_d100.json"
+# Section 14 (session of 2026-12-05, 06:25): push with the expert that pushes on to the centre (at 23ecd84), then with
+# demonstrations cut 10 steps after the first success (at 007699e), seeds 0-1 (levers_push_23ecd84.json).
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --runs-dir "$OUT/push-expert2" --json "$OUT/push_expert2.json"
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --train-args '--demo-steps-after-success 10' \
+  --runs-dir "$OUT/push-hold10" --json "$OUT/push_hold10.json"
 # Section 10: place from a state teacher (seed 0's state run) distilled into robot-observation students (place_teacher.json).
 train place-state-teacher-s0 "${DEP[@]}" --sim.task place --seed 0 "${STATE[@]}"
 for s in 0 1 2 3 4; do
