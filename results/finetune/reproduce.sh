@@ -147,3 +147,7 @@ python_script benchmarks/deployable_tasks.py --tasks lift --seeds 0 --runs-dir "
 python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/bc50-policies/lift-s0" --unit a \
   --seeds 0 1 2 3 4 --conditions cloned --robot-minutes 30 --eval-every 10 --eval-episodes 20 \
   --finetune-arg=--bc-weight=50 --runs-dir "$OUT/bc50" --json "$OUT/bc50_unit_a.json"
+# At the cloning weight of 50, scratch_cloned beside the cloned runs above (results/bench/finetune.json; at a220448):
+python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/bc50-policies/lift-s0" --unit a \
+  --seeds 0 1 2 3 4 --conditions cloned scratch_cloned --robot-minutes 30 --eval-every 10 --eval-episodes 20 \
+  --finetune-arg=--bc-weight=50 --runs-dir "$OUT/bc50" --json "$OUT/finetune.json"
