@@ -151,3 +151,7 @@ python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/
 python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/bc50-policies/lift-s0" --unit a \
   --seeds 0 1 2 3 4 --conditions cloned scratch_cloned --robot-minutes 30 --eval-every 10 --eval-episodes 20 \
   --finetune-arg=--bc-weight=50 --runs-dir "$OUT/bc50" --json "$OUT/finetune.json"
+# A pilot with the cloning weight at 200 (bc200_pilot_unit_a.json; at a220448), fine-tuning seeds 0-1:
+python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/bc50-policies/lift-s0" --unit a \
+  --seeds 0 1 --conditions cloned --robot-minutes 30 --eval-every 10 --eval-episodes 20 \
+  --finetune-arg=--bc-weight=200 --runs-dir "$OUT/bc200" --json "$OUT/bc200_pilot_unit_a.json"
