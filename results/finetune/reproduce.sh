@@ -155,3 +155,7 @@ python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/
 python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/bc50-policies/lift-s0" --unit a \
   --seeds 0 1 --conditions cloned --robot-minutes 30 --eval-every 10 --eval-episodes 20 \
   --finetune-arg=--bc-weight=200 --runs-dir "$OUT/bc200" --json "$OUT/bc200_pilot_unit_a.json"
+# A pilot with a 6,000-update critic warm-up at the cloning weight of 50 (critic_warmup_pilot_unit_a.json; at a220448):
+python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/bc50-policies/lift-s0" --unit a \
+  --seeds 0 1 --conditions cloned --robot-minutes 30 --eval-every 10 --eval-episodes 20 --finetune-arg=--bc-weight=50 \
+  --finetune-arg=--critic-warmup-updates=6000 --runs-dir "$OUT/warm" --json "$OUT/critic_warmup_pilot_unit_a.json"
