@@ -42,5 +42,7 @@ def test_a_demonstration_ends_truncated_a_set_number_of_steps_after_its_first_su
 
 def test_a_negative_count_other_than_minus_one_is_refused() -> None:
     check_config(TrainConfig(demo_steps_after_success=-1))
-    with pytest.raises(ConfigError, match="demo_steps_after_success must be >= 0, or -1"):
+    with pytest.raises(
+        ConfigError, match=r"demo_steps_after_success must be >= -1, got -2 \(--demo-steps-after-success\)"
+    ):
         check_config(TrainConfig(demo_steps_after_success=-2))

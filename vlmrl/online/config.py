@@ -29,7 +29,16 @@ from vlm.config import (
     OracleConfig,
     WorkerConfig,
 )
-from vlmrl.config_ranges import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, SEED, UNIT, check_ranges, register
+from vlmrl.config_ranges import (
+    AT_LEAST_ONE,
+    NON_NEGATIVE,
+    POSITIVE,
+    SEED,
+    UNIT,
+    Range,
+    check_ranges,
+    register,
+)
 from vlmrl.errors import ConfigError
 from vlmrl.evaluation.perturbation_grid import check_train_grid
 from vlmrl.loop.replays import REPLAYS
@@ -280,10 +289,6 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
         )
     if cfg.demo_episodes < 0:
         raise ConfigError(f"demo_episodes must be >= 0, got {cfg.demo_episodes}")
-    if cfg.demo_steps_after_success < -1:
-        raise ConfigError(
-            f"demo_steps_after_success must be >= 0, or -1 (to the episode's end), got {cfg.demo_steps_after_success}"
-        )
     if not 0.0 <= cfg.prior_share <= 1.0:
         raise ConfigError(f"prior_share must be in [0, 1], got {cfg.prior_share}")
     if cfg.agent.bc_weight > 0 and (cfg.prior_share == 0 or not (cfg.demo_episodes or cfg.prior_data)):
@@ -388,6 +393,7 @@ register(
         "reward_program_weight": NON_NEGATIVE,
         "total_steps": AT_LEAST_ONE,
         "demo_episodes": NON_NEGATIVE,
+        "demo_steps_after_success": Range(-1),  # -1: to the episode's end
         "prior_share": UNIT,
         "randomize_ramp_steps": NON_NEGATIVE,
         "learning_starts": NON_NEGATIVE,
