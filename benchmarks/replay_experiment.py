@@ -486,16 +486,32 @@ def run_one(spec: RunSpec, out: Path, lock: threading.Lock, log) -> dict | None:
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     with open(run_dir.with_suffix(".log"), "a") as stdout:
         proc = subprocess.run(train_command(spec, run_dir), stdout=stdout, stderr=subprocess.STDOUT, env=env)
+    add_wall_s(run_dir, time.monotonic() - started)
     if proc.returncode != 0:
         log(f"FAILED {spec.name} (exit {proc.returncode}); see {run_dir.with_suffix('.log')}")
         return None
-    record = run_record(spec, run_dir, started)
+    record = run_record(spec, run_dir)
     append_record(out, record, lock, log)
     return record
 
 
-def run_record(spec: RunSpec, run_dir: Path, started: float) -> dict:
-    """The results line of a finished run (read from its run directory, so on the machine that ran it)."""
+WALL_FILE = "wall_s.txt"
+"""In a run directory: the seconds its training processes ran, summed over every invocation (a resumed run's
+record counts the time before the interruption too; a finished run's record written again counts no more)."""
+
+
+def add_wall_s(run_dir: Path, seconds: float) -> float:
+    """Adds ``seconds`` to the run's training wall-clock (``WALL_FILE``) and returns the total."""
+    path = run_dir / WALL_FILE
+    total = (float(path.read_text()) if path.exists() else 0.0) + seconds
+    if run_dir.exists():
+        path.write_text(f"{total:.1f}\n")
+    return total
+
+
+def run_record(spec: RunSpec, run_dir: Path) -> dict:
+    """The results line of a finished run (read from its run directory, so on the machine that ran it);
+    ``wall_s`` is its training wall-clock over every invocation (``WALL_FILE``)."""
     evals = read_evals(run_dir)
     record = {
         **asdict(spec),
@@ -504,7 +520,7 @@ def run_record(spec: RunSpec, run_dir: Path, started: float) -> dict:
         "final_success": evals[-1]["success_rate"] if evals else float("nan"),
         "demo_share": mean_scalar(run_dir, "train/demo_share"),
         "replay": replay_diagnostics(run_dir, spec.total_steps),
-        "wall_s": round(time.monotonic() - started, 1),
+        "wall_s": round(add_wall_s(run_dir, 0.0), 1),
         **provenance(),
     }
     return record
@@ -538,9 +554,10 @@ def train_in_ray_worker(spec: RunSpec, out: str) -> dict | str:
         except Exception:
             traceback.print_exc()
             code = 1
+    add_wall_s(run_dir, time.monotonic() - started)
     if code:
         return f"FAILED {spec.name} (exit {code}) on {platform.node()}; see {log_path}"
-    return run_record(spec, run_dir, started)
+    return run_record(spec, run_dir)
 
 
 def run_on_ray(todo: list[RunSpec], args: argparse.Namespace, lock: threading.Lock, log) -> list[dict | None]:

@@ -43,3 +43,17 @@ def test_a_train_run_logs_replay_diagnostics_and_the_experiment_records_them(tmp
     assert figures["runs"] == 2 and figures["age_ratio"] < 1
     assert "score_gap" not in figures and "progress_gap" in figures
     assert "| reach-per-steps300 | 2 | 50% |" in bench.diagnostics_table(summary)
+
+
+def test_a_records_wall_clock_is_its_training_time_over_every_invocation(tmp_path) -> None:
+    """A results line written again for a finished run (or after a resume) counts the training time that
+    `wall_s.txt` summed, not the seconds of the invocation that wrote it."""
+    cfg = tiny(tmp_path / "run")
+    assert main(cfg) == 0
+    spec = bench.RunSpec("reach", "uniform", 0.0, 0.0, 0, cfg.total_steps, cfg.total_steps, 2)
+    assert bench.run_record(spec, tmp_path / "run")["wall_s"] == 0.0  # nothing ran through the benchmark
+    assert bench.add_wall_s(tmp_path / "run", 40.0) == 40.0  # interrupted after 40 s
+    assert bench.add_wall_s(tmp_path / "run", 21.5) == 61.5  # resumed to the end
+    assert bench.run_record(spec, tmp_path / "run")["wall_s"] == 61.5
+    assert bench.add_wall_s(tmp_path / "run", 0.0) == 61.5  # a later invocation finds it finished
+    assert bench.add_wall_s(tmp_path / "missing", 5.0) == 5.0 and not (tmp_path / "missing").exists()
