@@ -138,11 +138,48 @@ UNITS: dict[str, Unit] = {NOMINAL: Unit(), **{n: draw_unit(n, s) for n, s in UNI
 """The named units: ``nominal`` and ``a``..``e`` (``UNIT_SEEDS``)."""
 
 
+FACTORS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "latency": (("latency_steps",), ("latency_steps",)),
+    "gears": (("backlash_deg", "dead_band_deg"), ()),
+    "offsets": (("zero_offset",), ()),
+    "camera": ((), ("camera_offset_m", "camera_rotation", "camera_fovy_deg")),
+    "light": ((), ("light_scale",)),
+    "physics": (("table_friction_scale",), ("cube_mass_scale", "friction_scale")),
+}
+"""A unit's factors, each as (its ``Unit`` fields, its ``Perturbation`` fields): what ``unit_named("a/only-light")``
+keeps alone and ``unit_named("a/no-light")`` takes away (docs/twin-units.md's table, one row per factor)."""
+
+
+def with_factors(unit: Unit, factors: set[str] | frozenset[str], name: str | None = None) -> Unit:
+    """``unit`` with only ``factors`` (names in ``FACTORS``) kept; every other factor at its nominal value."""
+    unknown = sorted(set(factors) - set(FACTORS))
+    if unknown:
+        raise SimError(f"unit factor {unknown[0]!r} unknown; expected some of {list(FACTORS)}")
+    nominal, unit_fields, scene_fields = Unit(), {}, {}
+    for factor, (own, scene) in FACTORS.items():
+        source = unit if factor in factors else nominal
+        unit_fields.update({f: getattr(source, f) for f in own})
+        scene_fields.update({f: getattr(source.perturbation, f) for f in scene})
+    perturbation = dataclasses.replace(unit.perturbation, **scene_fields)
+    return dataclasses.replace(unit, name=name or unit.name, perturbation=perturbation, **unit_fields)
+
+
 def unit_named(name: str) -> Unit:
-    """The unit called ``name``; SimError (one line, the known names) for another."""
-    if name not in UNITS:
+    """The unit called ``name``: a named unit (``UNITS``), or one of its factors alone (``a/only-light``) or the
+    unit without one factor (``a/no-light``), factors from ``FACTORS``; SimError (one line) for another."""
+    base, _, variant = name.partition("/")
+    if base not in UNITS:
         raise SimError(f"sim_so101 unit {name!r} unknown; expected one of {list(UNITS)}")
-    return UNITS[name]
+    if not variant:
+        return UNITS[base]
+    mode, _, factor = variant.partition("-")
+    if mode not in ("only", "no") or factor not in FACTORS or base == NOMINAL:
+        raise SimError(
+            f"sim_so101 unit {name!r} unknown: a unit's variant is UNIT/only-FACTOR or UNIT/no-FACTOR, UNIT one of "
+            f"{[u for u in UNITS if u != NOMINAL]}, FACTOR one of {list(FACTORS)}"
+        )
+    keep = {factor} if mode == "only" else set(FACTORS) - {factor}
+    return with_factors(UNITS[base], keep, name)
 
 
 def apply_scene(unit: Unit, model: Any, data: Any) -> tuple[int, ...]:

@@ -1,5 +1,6 @@
 """Hardware-like units of the twin (sim.units): fixed across episodes, and each documented factor measurable."""
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -154,3 +155,42 @@ def test_unknown_units_and_units_of_real_arms_are_refused_in_one_line(tmp_path):
     real = ArmConfig(type="so101_follower", port="/dev/null", unit=UNIT)
     with pytest.raises(RobotError, match=r"--robot\.unit b is a unit of the twin"):
         lerobot_config(real)
+
+
+def test_a_units_factors_can_be_taken_one_at_a_time_or_left_out(tmp_path):
+    from sim.units import FACTORS, unit_named, with_factors
+
+    unit = UNITS["a"]
+    assert with_factors(unit, set(FACTORS)) == unit  # every factor kept: the unit itself
+    bare = with_factors(unit, set())
+    assert bare == dataclasses.replace(
+        UNITS[NOMINAL], name="a", seed=unit.seed
+    )  # none kept: the nominal twin
+    light = unit_named("a/only-light")
+    assert light.name == "a/only-light" and light.perturbation.light_scale == unit.perturbation.light_scale
+    assert light.latency_steps == 0 and not light.zero_offset and not light.perturbation.camera_offset_m
+    no_light = unit_named("a/no-light")
+    assert no_light.perturbation.light_scale == 1.0
+    assert no_light.zero_offset == unit.zero_offset and no_light.latency_steps == unit.latency_steps == 2
+    latency = unit_named("a/only-latency")
+    assert (
+        latency.latency_steps == latency.perturbation.latency_steps == 2
+        and latency.table_friction_scale == 1.0
+    )
+    for (
+        factor
+    ) in FACTORS:  # each factor alone changes the unit from the nominal twin, and so does leaving it out
+        assert unit_named(f"a/only-{factor}") != bare and unit_named(f"a/no-{factor}") != unit
+    # a variant runs as a unit does: the light alone dims the twin's light, the joints report no offset
+    nominal, robot = twin(tmp_path, NOMINAL), twin(tmp_path, "a/only-light")
+    try:
+        base, mine = scene_values(nominal), scene_values(robot)
+        assert mine["light"] == pytest.approx(base["light"] * unit.perturbation.light_scale, rel=1e-5)
+        assert np.allclose(mine["camera_pos"], base["camera_pos"]) and mine["cube_mass"] == base["cube_mass"]
+        assert np.allclose(joints(robot.get_observation()), joints(nominal.get_observation()), atol=1e-6)
+    finally:
+        nominal.disconnect()
+        robot.disconnect()
+    for bad in ("a/only-gravity", "a/some-light", "nominal/only-light", "z/only-light"):
+        with pytest.raises(SimError, match="unknown"):
+            unit_named(bad)

@@ -111,6 +111,35 @@ def test_robot_unit_runs_the_policy_on_the_twins_units_after_the_nominal_one(tmp
     assert all(e["steps"] == 50 or e["success"] for row in rows.values() for e in row)
 
 
+def test_robot_unit_factors_runs_the_unit_and_each_of_its_factors_alone_and_left_out(tmp_path):
+    from sim.units import FACTORS
+    from vlmrl.evaluation.units import unit_names
+
+    names = unit_names(("a/factors",))
+    assert names[:2] == ["nominal", "a"] and len(names) == 2 + 2 * len(FACTORS)
+    assert "a/only-light" in names and "a/no-latency" in names
+    policy = export(tmp_path)
+    args = [
+        "evaluate",
+        "--policy",
+        str(policy),
+        "--episodes",
+        "1",
+        "--views",
+        "0",
+        "--max-episode-steps",
+        "2",
+    ]
+    assert cli.main([*args, "--robot.unit", "a/only-light", "--out-dir", str(tmp_path / "u")]) == 0
+    record = json.loads((tmp_path / "u" / "units.json").read_text())
+    assert list(record["rows"]) == ["nominal", "a/only-light"]
+    assert (
+        record["units"]["a/only-light"]["latency_steps"] == 0
+        and not record["units"]["a/only-light"]["zero_offset"]
+    )
+    assert record["units"]["a/only-light"]["perturbation"]["light_scale"] < 1
+
+
 def test_success_is_summarised_per_row_and_against_the_nominal_twin():
     def episodes(*successes):
         return [{"success": s, "return": float(s)} for s in successes]
@@ -134,7 +163,7 @@ def test_success_is_summarised_per_row_and_against_the_nominal_twin():
         (["--factors", "gravity"], "unknown factor(s) ['gravity']"),
         (["--perturb", "light", "--episodes", "0"], "--episodes 0: expected at least 1"),
         (["--scorer", "scorer:nope"], "--scorer 'scorer:nope': not a scorer"),
-        (["--robot.unit", "z"], "--robot.unit 'z': unknown unit"),
+        (["--robot.unit", "z"], "--robot.unit 'z': sim_so101 unit 'z' unknown"),
     ],
 )
 def test_bad_options_fail_in_one_line(tmp_path, capsys, args, message):

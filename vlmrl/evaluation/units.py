@@ -40,13 +40,28 @@ class UnitsResult:
 
 def unit_names(given: tuple[str, ...]) -> list[str]:
     """The units to run, nominal first (``all``: every named unit); ConfigError for an unknown name."""
-    from sim.units import NOMINAL, UNITS
+    from sim.errors import SimError
+    from sim.units import NOMINAL, UNITS, unit_named
 
     names = list(UNITS) if "all" in given else [NOMINAL, *given]
-    unknown = [n for n in names if n not in UNITS]
-    if unknown:
-        raise ConfigError(f"--robot.unit {unknown[0]!r}: unknown unit; expected some of {[*UNITS, 'all']}")
+    names = [n for name in names for n in factor_names(name)]
+    for name in names:
+        try:
+            unit_named(name)
+        except SimError as exc:
+            raise ConfigError(f"--robot.unit {name!r}: {exc}; or 'all'") from None
     return list(dict.fromkeys(names))
+
+
+def factor_names(name: str) -> list[str]:
+    """``UNIT/factors``: the unit, then each of its factors alone and the unit without each (``sim.units.FACTORS``:
+    which difference costs a policy its success); another name as it is."""
+    from sim.units import FACTORS
+
+    base, _, variant = name.partition("/")
+    if variant != "factors":
+        return [name]
+    return [base, *(f"{base}/only-{f}" for f in FACTORS), *(f"{base}/no-{f}" for f in FACTORS)]
 
 
 def run_units(
@@ -61,7 +76,7 @@ def run_units(
 ) -> UnitsResult:
     """Run ``policy`` (an exported policy, ``source`` naming it) on the twin of each unit in ``names`` over
     ``seeds``; each unit's clipped commands go to ``out_dir/units/<name>/safety.jsonl``."""
-    from sim.units import NOMINAL, UNITS
+    from sim.units import NOMINAL, unit_named
     from vlmrl.deployment.policy_episodes import fit_to_policy, refuse_privileged, run_policy_episode
     from vlmrl.deployment.robot_env import RobotEnvConfig, check_policy_fits, make_robot_env
 
@@ -92,7 +107,7 @@ def run_units(
         rows[name], frames[name] = episodes, first
         if on_unit is not None:
             on_unit(name, episodes)
-    return UnitsResult(summary(rows), rows, frames, {n: UNITS[n].describe() for n in names})
+    return UnitsResult(summary(rows), rows, frames, {n: unit_named(n).describe() for n in names})
 
 
 def summary(rows: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:

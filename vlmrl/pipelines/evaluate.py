@@ -12,6 +12,7 @@ with perturbations 1 to 1.5 times the preset's ranges from a seed stream trainin
 scorer, written as after ``vlmrl score EPISODES``) adds the scorer's ROC-AUC on each row's frames.
 
     vlmrl evaluate --policy runs/train/policy.pt --robot.unit b c      # the twin's units instead of the grid
+    vlmrl evaluate --policy runs/train/policy.pt --robot.unit a/factors  # which of unit a's factors costs it
 
 ``--robot.unit`` runs the policy on the twin robot of each hardware-like unit (``sim.units``; ``all``: every
 one) and of the nominal unit, through the safety layer as ``vlmrl deploy --robot.unit`` runs it, on the
@@ -74,7 +75,9 @@ class Config:
     """With --scorer: steps between a window's frames."""
     units: Annotated[tuple[str, ...], tyro.conf.arg(name="robot.unit")] = ()
     """Twin units (``sim.units``: a, b, c, d, e, or all) to run the policy on instead of the perturbation
-    grid, each after the nominal unit, through the safety layer as ``vlmrl deploy --robot.unit`` does."""
+    grid, each after the nominal unit, through the safety layer as ``vlmrl deploy --robot.unit`` does.
+    ``a/only-light`` keeps one of a unit's factors alone, ``a/no-light`` leaves it out (factors: latency, gears,
+    offsets, camera, light, physics); ``a/factors`` runs the unit and both for every factor."""
 
 
 def sim_config_for(run: dict[str, Any], cfg: Config) -> Any:
