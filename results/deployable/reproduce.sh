@@ -139,3 +139,20 @@ for s in 0 1; do
 done
 python_script benchmarks/reevaluate.py "$OUT"/place-state-teacher-s0 "$OUT"/place-student-*-s? --episodes 100 --json "$OUT/place_teacher_fresh.json"
 python_script results/deployable/collect.py "$OUT" --out "$OUT"
+# Section 15 (session of 2026-12-05, 09:17; at 9cac61b): lift with standardised policy images (--agent.pixel.standardize)
+# against the recipe, seeds 0-4, then every policy on the twin's units, and seed 0 of each by unit a's factors
+# (units_lift_std.json; `--robot.unit a/factors` is new at 656e193, after the runs' commit).
+python_script benchmarks/deployable_tasks.py --tasks lift --seeds 0 1 2 3 4 --runs-dir "$OUT/recipe-policies" \
+  --json "$OUT/recipe_policies.json"
+python_script benchmarks/deployable_tasks.py --tasks lift --seeds 0 1 2 3 4 --train-args=--agent.pixel.standardize \
+  --runs-dir "$OUT/std-policies" --json "$OUT/std_policies.json"
+for c in recipe std; do
+  for s in 0 1 2 3 4; do
+    vlmrl evaluate --policy "$OUT/$c-policies/lift-s$s/policy.pt" --robot.unit all --episodes 20 --views 0 \
+      --torch-threads 1 --out-dir "$OUT/units/$c-s$s"
+  done
+  vlmrl evaluate --policy "$OUT/$c-policies/lift-s0/policy.pt" --robot.unit a/factors --episodes 20 --views 0 \
+    --torch-threads 1 --out-dir "$OUT/units/$c-s0-factors"
+done
+python_script results/deployable/units_summary.py "$OUT/units" --conditions recipe std --seeds 0 1 2 3 4 \
+  --json "$OUT/units_lift_std.json"

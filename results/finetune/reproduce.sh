@@ -159,3 +159,24 @@ python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/
 python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/bc50-policies/lift-s0" --unit a \
   --seeds 0 1 --conditions cloned --robot-minutes 30 --eval-every 10 --eval-episodes 20 --finetune-arg=--bc-weight=50 \
   --finetune-arg=--critic-warmup-updates=6000 --runs-dir "$OUT/warm" --json "$OUT/critic_warmup_pilot_unit_a.json"
+# Session of 2026-12-05, 09:17 (at 9cac61b), README "Unit a takes the light": three pilots.
+# cloned_prior (cloned_prior_pilot_unit_a.json), fine-tuning seed 0, the bc-50 policy and demonstrations above:
+python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/bc50-policies/lift-s0" --unit a \
+  --seeds 0 --conditions cloned_prior --robot-minutes 30 --eval-every 10 --eval-episodes 20 --jobs 1 \
+  --runs-dir "$OUT/bc50" --json "$OUT/cloned_prior_pilot_unit_a.json"
+# A lift policy trained under randomisation over the units' ranges (randomised_policy_pilot_lift.json):
+train_run "$OUT" dr-lift-s0 --recipe deployable --sim.task lift --seed 0 --video-episodes 0 --no-progress \
+  --torch-threads 1 --sim.randomize.camera-pos-m 0.025 --sim.randomize.camera-rot-deg 4 \
+  --sim.randomize.camera-fovy-deg 4 --sim.randomize.light-frac 0.1 --sim.randomize.friction-frac 0.35 \
+  --sim.randomize.cube-mass-frac 0.35 --sim.randomize.max-latency-steps 2
+for unit in a nominal; do
+  u=(); [ "$unit" = a ] && u=(--robot.unit a)
+  vlmrl deploy --policy "$OUT/dr-lift-s0/policy.pt" --episodes 20 --seed 2000000 --video-camera None --torch-threads 1 \
+    --env.control-hz 1000 --twin-control-hz 20 "${u[@]}" --out-dir "$OUT/dr-before-$unit"
+done
+# A lift policy with standardised policy images, fine-tuned on unit a (std_policy_pilot_unit_a.json), seed 0:
+train_run "$OUT" std-lift-s0 --recipe deployable --sim.task lift --seed 0 --video-episodes 0 --no-progress \
+  --torch-threads 1 --agent.pixel.standardize
+python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/std-lift-s0" --unit a --seeds 0 \
+  --conditions cloned scratch_cloned --robot-minutes 30 --eval-every 10 --eval-episodes 20 --jobs 2 \
+  --runs-dir "$OUT/std" --json "$OUT/std_policy_pilot_unit_a.json"

@@ -36,6 +36,7 @@ def test_the_deployable_recipe_sets_a_robot_policy_with_per_task_budgets() -> No
     assert overridden(lift) == {} and lift.demo_episodes == 25
     assert lift.sim.action_mode == "ee_delta"  # lift and place move the tool (results/deployable, section 11)
     place = parse("--recipe", "deployable", "--sim.task", "place")
+    assert lift.agent.pixel.standardize and not place.agent.pixel.standardize  # section 15: lift only, so far
     assert place.sim.action_mode == "ee_delta" and place.demo_episodes == 100  # section 13
     push = parse("--recipe", "deployable", "--sim.task", "push")
     assert push.demo_episodes == 100 and overridden(push) == {}  # push's own demonstrations

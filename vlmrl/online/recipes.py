@@ -71,7 +71,11 @@ DEPLOYABLE = Recipe(
         # targets; deploy and finetune the same on the host) took lift from 55% to 84% and place from 17% to 70%
         # over seeds 0-4 (p = 0.009 and 5e-5; 85% and 61% on 100 fresh seeds); reach and push did not gain
         # (92% and 61% against 97% and 70%; results/deployable, section 11).
-        "lift": {"total_steps": 30_000, "sim.action_mode": "ee_delta"},
+        # Lift also standardises its policy images (per channel centred, divided by their deviation): the same 89%
+        # on the twin over seeds 0-4 (90% against 86% on 100 fresh seeds, p = 0.15), and 53% against 17% on the
+        # twin's units a-e (p = 0.0003): the units' light (x0.92 on unit a) alone took the policy from 95% to 5%
+        # (results/deployable, section 15). Not yet measured on place.
+        "lift": {"total_steps": 30_000, "sim.action_mode": "ee_delta", "agent.pixel.standardize": True},
         # Push from 25 demonstrations ended at 30% and 25% (23% and 21% on 100 fresh seeds); from 100, at 45,
         # 60 and 70% (seeds 0-2; 60% and 44% on fresh seeds), and the state learner rose from 40% to 60-70% the
         # same way (results/deployable, section 6); 200 did not add more (section 13), nor an expert that pushes
