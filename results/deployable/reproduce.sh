@@ -156,3 +156,8 @@ for c in recipe std; do
 done
 python_script results/deployable/units_summary.py "$OUT/units" --conditions recipe std --seeds 0 1 2 3 4 \
   --json "$OUT/units_lift_std.json"
+# Section 15's latency pilot (lift_latency_pilot.json; at 95ac25f, where the recipe standardises lift's images):
+train "lift-latency-s0" --recipe deployable --sim.task lift --seed 0 --video-episodes 0 --no-progress --torch-threads 1 \
+  --sim.randomize.max-latency-steps 2
+vlmrl evaluate --policy "$OUT/lift-latency-s0/policy.pt" --robot.unit a/factors b c d e --episodes 20 --views 0 \
+  --torch-threads 1 --out-dir "$OUT/units/latency-s0"
