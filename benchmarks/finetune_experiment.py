@@ -477,10 +477,10 @@ def run_task(
     if unit == "auto":
         unit, units = pick_unit(runs[args.seeds[0]] / "policy.pt", args.unit_episodes, task_dir / "units",
                                 task_dir / "units.log")  # fmt: skip
-    befores: dict[Path, dict[str, object]] = {}
+    befores: dict[Path, dict[str, object]] = {}  # by the run as given (the JSON names no machine's folders)
     for seed, run in runs.items():  # one "before" per distinct policy
-        if run.resolve() not in befores:
-            befores[run.resolve()] = {
+        if all(run.resolve() != seen.resolve() for seen in befores):
+            befores[run] = {
                 where: deploy(run / "policy.pt", None if where == "nominal" else unit, plan.eval_episodes,
                               task_dir / f"before-s{seed}-{where}", task_dir / "before.log", not plan.collect_only)
                 for where in ("unit", "nominal")

@@ -84,14 +84,16 @@ def tiny_reach_policy(run_dir) -> None:
 
 @pytest.mark.slow
 def test_the_smallest_experiment_runs_every_condition_through_finetune_and_writes_the_figures(
-    tmp_path,
+    tmp_path, monkeypatch
 ) -> None:
     """One evaluation after 12 twin steps of fine-tuning on unit b; the operator takes over after 2 steps under
-    0.5 m of tool movement, so the interventions condition has takeovers and keys only has none."""
+    0.5 m of tool movement, so the interventions condition has takeovers and keys only has none. The policy run
+    is given relative to the working directory, as the results' JSON keep it."""
     tiny_reach_policy(tmp_path / "policy")
+    monkeypatch.chdir(tmp_path)
     out = tmp_path / "finetune.json"
     argv = [
-        "--tasks", "reach", "--policy-run", str(tmp_path / "policy"), "--unit", "b", "--seeds", "0",
+        "--tasks", "reach", "--policy-run", "policy", "--unit", "b", "--seeds", "0",
         "--robot-minutes", "0.01", "--eval-every", "0.01", "--eval-episodes", "2", "--jobs", "3",
         "--runs-dir", str(tmp_path / "exp"), "--json", str(out),
         "--finetune-arg=--scripted-operator.stall-steps=2", "--finetune-arg=--scripted-operator.stall-m=0.5",
@@ -110,6 +112,8 @@ def test_the_smallest_experiment_runs_every_condition_through_finetune_and_write
         report["reach_after_30min"] is None and "0.01 robot minutes" in report["reasons"]["reach_after_30min"]
     )
     reach = report["reach"]
+    assert list(reach["before"]["per_policy"]) == ["policy"]  # as given: no machine's absolute path
+    assert all(r["policy_run"] == "policy" for r in reach["runs"])
     assert set(reach["curves"]) == set(finetune_experiment.CONDITIONS)
     for curve in reach["curves"].values():
         assert set(curve["success"]) == {"0.01"} and curve["success"]["0.01"]["seeds"] == 1
