@@ -88,17 +88,15 @@ def best_rate(fn: Callable[[], object], items: int, repeats: int, cuda: bool) ->
 
 def deployable_agent_config(device: str) -> Any:
     """The deployable lift recipe's SACConfig on ``device`` (the recipe table applied without the twin)."""
-    import dataclasses
-
     from agents.config import SACConfig
-    from vlmrl.online.recipes import DEPLOYABLE
+    from vlmrl.online.recipes import DEPLOYABLE, with_setting
 
     # TrainConfig's agent defaults, written out: vlmrl.online.config imports tyro and zarr's codecs, which a GPU
     # machine need not have (tests/benchmarks/test_gpu_paths.py checks this is TrainConfig().agent's recipe)
     cfg = SACConfig(hidden_dims=(128, 128), init_alpha=0.1, device=device)
     for path, value in {**DEPLOYABLE.settings, **DEPLOYABLE.task_settings["lift"]}.items():
         if path.startswith("agent."):
-            cfg = dataclasses.replace(cfg, **{path.removeprefix("agent."): value})
+            cfg = with_setting(cfg, path.removeprefix("agent."), value)
     return cfg
 
 

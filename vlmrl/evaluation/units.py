@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from robot.config import ArmConfig, LeRobotEnvConfig
+from sim.errors import SimError
 from vlmrl.errors import ConfigError
 from vlmrl.evaluation.perturbation_grid import row_figures, write_views
 from vlmrl.loop.arm_actions import action_converter
@@ -40,7 +41,6 @@ class UnitsResult:
 
 def unit_names(given: tuple[str, ...]) -> list[str]:
     """The units to run, nominal first (``all``: every named unit); ConfigError for an unknown name."""
-    from sim.errors import SimError
     from sim.units import NOMINAL, UNITS, unit_named
 
     names = list(UNITS) if "all" in given else [NOMINAL, *given]

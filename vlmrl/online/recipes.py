@@ -105,11 +105,12 @@ def _get(obj: Any, path: str) -> Any:
     return obj
 
 
-def _with(obj: Any, path: str, value: Any) -> Any:
+def with_setting(obj: Any, path: str, value: Any) -> Any:
+    """``obj`` (nested dataclasses) with its dotted field ``path`` set to ``value``."""
     head, _, rest = path.partition(".")
     if not rest:
         return dataclasses.replace(obj, **{head: value})
-    return dataclasses.replace(obj, **{head: _with(getattr(obj, head), rest, value)})
+    return dataclasses.replace(obj, **{head: with_setting(getattr(obj, head), rest, value)})
 
 
 def recipe_settings(name: str, task: str) -> dict[str, Any]:
@@ -129,7 +130,7 @@ def recipe_config(name: str, task: str, base: TrainConfig) -> TrainConfig:
         )
     cfg = dataclasses.replace(base, recipe=name, sim=dataclasses.replace(base.sim, task=task))
     for path, value in recipe_settings(name, task).items():
-        cfg = _with(cfg, path, value)
+        cfg = with_setting(cfg, path, value)
     return cfg
 
 
