@@ -161,12 +161,14 @@ train "lift-latency-s0" --recipe deployable --sim.task lift --seed 0 --video-epi
   --sim.randomize.max-latency-steps 2
 vlmrl evaluate --policy "$OUT/lift-latency-s0/policy.pt" --robot.unit a/factors b c d e --episodes 20 --views 0 \
   --torch-threads 1 --out-dir "$OUT/units/latency-s0"
-# Section 15's place pilot (place_standardize_pilot.json; at 858471b), and the recipe's place policies of section 13
+# Section 15's place pilot (place_standardize_pilot.json; seeds 0-1 at 858471b), and the recipe's place policies of section 13
 # ($OUT/place-d100, trained above) on the units:
-python_script benchmarks/deployable_tasks.py --tasks place --seeds 0 --train-args=--agent.pixel.standardize \
+python_script benchmarks/deployable_tasks.py --tasks place --seeds 0 1 --train-args=--agent.pixel.standardize \
   --runs-dir "$OUT/place-std" --json "$OUT/place_std.json"
-vlmrl evaluate --policy "$OUT/place-std/place-s0/policy.pt" --robot.unit all --episodes 20 --views 0 --torch-threads 1 \
-  --out-dir "$OUT/units-place/std-s0"
+for s in 0 1; do
+  vlmrl evaluate --policy "$OUT/place-std/place-s$s/policy.pt" --robot.unit all --episodes 20 --views 0 \
+    --torch-threads 1 --out-dir "$OUT/units-place/std-s$s"
+done
 for s in 0 1 2 3 4; do
   vlmrl evaluate --policy "$OUT/place-d100/place-s$s/policy.pt" --robot.unit all --episodes 20 --views 0 \
     --torch-threads 1 --out-dir "$OUT/units-place/recipe-s$s"
