@@ -14,7 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from finetune_experiment import welch_p
 
 UNITS = ("nominal", "a", "b", "c", "d", "e")
 
@@ -26,22 +31,12 @@ def rows_of(folder: Path) -> dict[str, float]:
 
 
 def policy_rows(units_dir: Path, condition: str, seed: int) -> dict[str, float]:
+    """One policy's rows: the union of its folders (``<condition>-s<seed>`` and ``...-factors``) that exist."""
     rows: dict[str, float] = {}
-    for folder in sorted(units_dir.glob(f"{condition}-s{seed}*")):
-        if (folder / "units.json").is_file() and folder.name in (
-            f"{condition}-s{seed}",
-            f"{condition}-s{seed}-factors",
-        ):
-            rows.update(rows_of(folder))
+    for name in (f"{condition}-s{seed}", f"{condition}-s{seed}-factors"):
+        if (units_dir / name / "units.json").is_file():
+            rows.update(rows_of(units_dir / name))
     return rows
-
-
-def welch_p(a: list[float], b: list[float]) -> float | None:
-    from scipy.stats import ttest_ind
-
-    if len(a) < 2 or len(b) < 2 or (statistics.pstdev(a) == 0 and statistics.pstdev(b) == 0):
-        return None
-    return round(float(ttest_ind(a, b, equal_var=False).pvalue), 4)
 
 
 def main() -> int:
@@ -99,23 +94,20 @@ def main() -> int:
             + " | ".join(str(p_values[u]) for u in UNITS)
             + f" | {p_values['units_a_e']} |"
         )
-    factors = {
-        f"{c}-s{s}": {k: v for k, v in per[c][s].items() if "/" in k}
-        for c in args.conditions
-        for s in args.seeds
-    }
-    factors = {k: v for k, v in factors.items() if v}
+    policies = [(c, s) for c in args.conditions for s in args.seeds]
+    variants = {(c, s): {k: v for k, v in per[c][s].items() if "/" in k} for c, s in policies}
+    factors = {f"{c}-s{s}": variants[c, s] for c, s in policies if variants[c, s]}
     if factors:
         names = sorted(
             {n for v in factors.values() for n in v}, key=lambda n: (n.split("/")[1].startswith("no-"), n)
         )
         print("\n| policy | nominal | a | " + " | ".join(names) + " |")
         print("|---" * (len(names) + 3) + "|")
-        for key, rows in factors.items():
-            c, s = key.rsplit("-s", 1)
-            full = per[c][int(s)]
-            print(f"| {key} | {full.get('nominal', float('nan')):.0%} | {full.get('a', float('nan')):.0%} | "
-                  + " | ".join(f"{rows[n]:.0%}" if n in rows else "" for n in names) + " |")  # fmt: skip
+        for c, s in policies:
+            rows, full = variants[c, s], per[c][s]
+            if rows:
+                print(f"| {c}-s{s} | {full.get('nominal', float('nan')):.0%} | {full.get('a', float('nan')):.0%} | "
+                      + " | ".join(f"{rows[n]:.0%}" if n in rows else "" for n in names) + " |")  # fmt: skip
         out["factors"] = factors
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")
