@@ -500,12 +500,17 @@ WALL_FILE = "wall_s.txt"
 record counts the time before the interruption too; a finished run's record written again counts no more)."""
 
 
+def wall_s(run_dir: Path) -> float:
+    """The run's training wall-clock so far (``WALL_FILE``; 0 before any)."""
+    path = run_dir / WALL_FILE
+    return float(path.read_text()) if path.exists() else 0.0
+
+
 def add_wall_s(run_dir: Path, seconds: float) -> float:
     """Adds ``seconds`` to the run's training wall-clock (``WALL_FILE``) and returns the total."""
-    path = run_dir / WALL_FILE
-    total = (float(path.read_text()) if path.exists() else 0.0) + seconds
+    total = wall_s(run_dir) + seconds
     if run_dir.exists():
-        path.write_text(f"{total:.1f}\n")
+        (run_dir / WALL_FILE).write_text(f"{total:.1f}\n")
     return total
 
 
@@ -520,7 +525,7 @@ def run_record(spec: RunSpec, run_dir: Path) -> dict:
         "final_success": evals[-1]["success_rate"] if evals else float("nan"),
         "demo_share": mean_scalar(run_dir, "train/demo_share"),
         "replay": replay_diagnostics(run_dir, spec.total_steps),
-        "wall_s": round(add_wall_s(run_dir, 0.0), 1),
+        "wall_s": round(wall_s(run_dir), 1),
         **provenance(),
     }
     return record
