@@ -164,6 +164,15 @@ def with_factors(unit: Unit, factors: set[str] | frozenset[str], name: str | Non
     return dataclasses.replace(unit, name=name or unit.name, perturbation=perturbation, **unit_fields)
 
 
+def factor_names(name: str) -> list[str]:
+    """``UNIT/factors``: the unit, then each of its factors alone and the unit without each (the names
+    ``unit_named`` takes: which difference costs a policy its success); another name as it is."""
+    base, _, variant = name.partition("/")
+    if variant != "factors":
+        return [name]
+    return [base, *(f"{base}/only-{f}" for f in FACTORS), *(f"{base}/no-{f}" for f in FACTORS)]
+
+
 def unit_named(name: str) -> Unit:
     """The unit called ``name``: a named unit (``UNITS``), or one of its factors alone (``a/only-light``) or the
     unit without one factor (``a/no-light``), factors from ``FACTORS``; SimError (one line) for another."""

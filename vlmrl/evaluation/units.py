@@ -41,7 +41,7 @@ class UnitsResult:
 
 def unit_names(given: tuple[str, ...]) -> list[str]:
     """The units to run, nominal first (``all``: every named unit); ConfigError for an unknown name."""
-    from sim.units import NOMINAL, UNITS, unit_named
+    from sim.units import NOMINAL, UNITS, factor_names, unit_named
 
     names = list(UNITS) if "all" in given else [NOMINAL, *given]
     names = [n for name in names for n in factor_names(name)]
@@ -51,17 +51,6 @@ def unit_names(given: tuple[str, ...]) -> list[str]:
         except SimError as exc:
             raise ConfigError(f"--robot.unit {name!r}: {exc}; or 'all'") from None
     return list(dict.fromkeys(names))
-
-
-def factor_names(name: str) -> list[str]:
-    """``UNIT/factors``: the unit, then each of its factors alone and the unit without each (``sim.units.FACTORS``:
-    which difference costs a policy its success); another name as it is."""
-    from sim.units import FACTORS
-
-    base, _, variant = name.partition("/")
-    if variant != "factors":
-        return [name]
-    return [base, *(f"{base}/only-{f}" for f in FACTORS), *(f"{base}/no-{f}" for f in FACTORS)]
 
 
 def run_units(
