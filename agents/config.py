@@ -151,6 +151,14 @@ class SACConfig:
     """Polyak rate of an averaged copy of the actor, updated after each actor step; deterministic acting
     (evaluation) and export use the copy, exploration the actor itself. It smooths the policy's
     update-to-update swings the way target critics smooth Q. 0: off (the actor is evaluated and exported)."""
+    lr_final_fraction: float = 1.0
+    """Linear learning-rate decay: the actor's and critics' rates (the encoder's with the critics') fall from
+    ``actor_lr`` and ``critic_lr`` to this fraction of them over ``lr_decay_updates`` updates and stay there; the
+    temperature's rate stays. 1: constant rates. Late in a run, smaller steps keep a policy that works from
+    drifting between evaluations."""
+    lr_decay_updates: int = 0
+    """Updates over which the decay runs (``lr_final_fraction``). 0 with a fraction below 1: ``vlmrl train``
+    sets it to the run's updates (``total_steps * utd_ratio``)."""
     seed: int = 0
     """Seed of network initialisation and of the agent's own sampling (actions, augmentation)."""
     device: str = "cpu"

@@ -69,6 +69,11 @@ class SAC:
         low, high = action_bounds(action_space, "SAC")
         if cfg.utd_ratio < 1 or not 0.0 < cfg.tau <= 1.0 or cfg.init_alpha <= 0.0:
             raise AgentError("SACConfig needs utd_ratio >= 1, 0 < tau <= 1 and init_alpha > 0")
+        if not 0.0 < cfg.lr_final_fraction <= 1.0 or cfg.lr_decay_updates < 0:
+            raise AgentError(
+                f"SACConfig needs 0 < lr_final_fraction <= 1 and lr_decay_updates >= 0, got "
+                f"{cfg.lr_final_fraction} and {cfg.lr_decay_updates}"
+            )
         if not 0.0 <= cfg.actor_ema <= 1.0:
             raise AgentError(f"SACConfig needs 0 <= actor_ema <= 1, got {cfg.actor_ema}")
         if cfg.bc_weight < 0.0:
@@ -316,6 +321,7 @@ class SAC:
         )
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        lr_scale = self._decay_learning_rates() if self.cfg.lr_decay_updates > 0 else None
         self.optimizer.step()
         with torch.no_grad():
             torch._foreach_lerp_(self._target, self._online, self.cfg.tau)
@@ -336,7 +342,23 @@ class SAC:
         )
         metrics: dict[str, Any] = dict(zip(names, stats.tolist()))
         metrics["td_error"] = td.abs().mean(dim=0).cpu().numpy().astype(np.float32)
+        if lr_scale is not None:
+            metrics["lr_scale"] = lr_scale
         return metrics
+
+    def lr_scale(self) -> float:
+        """The factor on ``actor_lr`` and ``critic_lr`` at this update (``SACConfig.lr_final_fraction``)."""
+        if self.cfg.lr_decay_updates <= 0:
+            return 1.0
+        done = min(self.num_updates / self.cfg.lr_decay_updates, 1.0)
+        return 1.0 - (1.0 - self.cfg.lr_final_fraction) * done
+
+    def _decay_learning_rates(self) -> float:
+        """Set this update's rates; returns their scale (logged as ``lr_scale``)."""
+        scale = self.lr_scale()
+        self.optimizer.param_groups[0]["lr"] = self.cfg.actor_lr * scale  # group 0: the actor's (see __init__)
+        self.optimizer.param_groups[1]["lr"] = self.cfg.critic_lr * scale  # group 1: critics, encoder, head
+        return scale
 
     def _losses(
         self,

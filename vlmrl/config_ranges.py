@@ -144,6 +144,8 @@ RANGES: dict[type, dict[str, Range]] = {
         "bc_weight": NON_NEGATIVE,
         "teacher_weight": NON_NEGATIVE,
         "actor_ema": UNIT,  # 0: no averaged copy
+        "lr_final_fraction": Range(0, 1, low_open=True),  # 1: constant rates
+        "lr_decay_updates": NON_NEGATIVE,
         "seed": SEED,
     },
     IQLConfig: {

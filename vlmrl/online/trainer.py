@@ -21,6 +21,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from agents.config import SACConfig
 from agents.errors import AgentError
 from agents.export import export_onnx, export_policy, load_policy
 from agents.handover import load_iql_into_sac, sac_config_for
@@ -59,6 +60,15 @@ SCORE_CALIBRATION_FILE = "score_calibration.json"
 """Run-directory copy of ``--score-calibration``: a resume reads it, so an edited file cannot change it."""
 DEMO_SEED_OFFSET = 90_000
 """Demonstration episode d of a run with seed s resets with seed s * TRAIN_SEED_STRIDE + DEMO_SEED_OFFSET + d."""
+
+
+def run_agent_config(cfg: TrainConfig) -> SACConfig:
+    """The agent's config for this run: its seed, and a learning-rate decay without its own length
+    (``lr_final_fraction`` < 1, ``lr_decay_updates`` 0) spread over the run's updates."""
+    agent = dataclasses.replace(cfg.agent, seed=cfg.seed)
+    if agent.lr_final_fraction < 1.0 and agent.lr_decay_updates == 0:
+        agent = dataclasses.replace(agent, lr_decay_updates=cfg.total_steps * agent.utd_ratio)
+    return agent
 
 
 class Trainer:
@@ -107,7 +117,7 @@ class Trainer:
         self.privileged_keys = (STATE_KEY,) if cfg.asymmetric_critic else ()
         resuming = checkpoint is not None
         self.agent = build_agent(
-            dataclasses.replace(cfg.agent, seed=cfg.seed),
+            run_agent_config(cfg),
             {**self.policy_obs_spec, **{k: full_spec[k] for k in self.privileged_keys}},
             self.action_space,
             privileged_keys=self.privileged_keys,
