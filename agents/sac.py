@@ -356,8 +356,9 @@ class SAC:
     def _decay_learning_rates(self) -> float:
         """Set this update's rates; returns their scale (logged as ``lr_scale``)."""
         scale = self.lr_scale()
-        self.optimizer.param_groups[0]["lr"] = self.cfg.actor_lr * scale  # group 0: the actor's (see __init__)
-        self.optimizer.param_groups[1]["lr"] = self.cfg.critic_lr * scale  # group 1: critics, encoder, head
+        # Group 0 is the actor's, group 1 the critics', encoder's and head's (see __init__).
+        self.optimizer.param_groups[0]["lr"] = self.cfg.actor_lr * scale
+        self.optimizer.param_groups[1]["lr"] = self.cfg.critic_lr * scale
         return scale
 
     def _losses(

@@ -18,7 +18,9 @@ from vlmrl.online.trainer import run_agent_config
 
 SPEC = {"state": ((3,), np.dtype(np.float32))}
 BOX = gym.spaces.Box(-2.0, 2.0, (2,), np.float32)
-DECAY = SACConfig(hidden_dims=(16, 16), actor_lr=1e-3, critic_lr=2e-3, lr_final_fraction=0.1, lr_decay_updates=4)
+DECAY = SACConfig(
+    hidden_dims=(16, 16), actor_lr=1e-3, critic_lr=2e-3, lr_final_fraction=0.1, lr_decay_updates=4
+)
 
 
 def batch(rng: np.random.Generator, size: int = 16) -> Batch:
@@ -78,7 +80,9 @@ def test_bad_decay_settings_are_one_line_errors(fraction: float, updates: int) -
 
 def test_train_spreads_a_decay_without_a_length_over_the_runs_updates() -> None:
     base = TrainConfig(total_steps=5_000, seed=3)
-    decay = dataclasses.replace(base, agent=dataclasses.replace(base.agent, lr_final_fraction=0.2, utd_ratio=2))
+    decay = dataclasses.replace(
+        base, agent=dataclasses.replace(base.agent, lr_final_fraction=0.2, utd_ratio=2)
+    )
     assert run_agent_config(decay).lr_decay_updates == 10_000
     assert run_agent_config(decay).seed == 3
     given = dataclasses.replace(decay, agent=dataclasses.replace(decay.agent, lr_decay_updates=700))
