@@ -117,8 +117,9 @@ python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --train-ar
   --runs-dir "$OUT/push-d200" --json "$OUT/push_d200.json"
 python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --train-args '--agent.utd-ratio 2' \
   --runs-dir "$OUT/push-utd2" --json "$OUT/push_utd2.json"
-python_script benchmarks/deployable_tasks.py --tasks place --seeds 0 1 2 3 4 --train-args '--demo-episodes 100' \
-  --runs-dir "$OUT/place-d100" --json "$OUT/place_d100.json"
+# (--agent.lr-final-fraction 1: the constant rates of c9b6991, which place's recipe decays since section 16.)
+python_script benchmarks/deployable_tasks.py --tasks place --seeds 0 1 2 3 4 \
+  --train-args '--demo-episodes 100 --agent.lr-final-fraction 1' --runs-dir "$OUT/place-d100" --json "$OUT/place_d100.json"
 # Section 14 (session of 2026-12-05, 06:25): push with the expert that pushes on to the centre (at 23ecd84), then with
 # demonstrations cut 10 steps after the first success (at 007699e), seeds 0-1 (levers_push_23ecd84.json).
 python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --runs-dir "$OUT/push-expert2" --json "$OUT/push_expert2.json"
@@ -163,8 +164,8 @@ vlmrl evaluate --policy "$OUT/lift-latency-s0/policy.pt" --robot.unit a/factors 
   --torch-threads 1 --out-dir "$OUT/units/latency-s0"
 # Section 15's place pilot (place_standardize_pilot.json; seeds 0-1 at 858471b), and the recipe's place policies of section 13
 # ($OUT/place-d100, trained above) on the units:
-python_script benchmarks/deployable_tasks.py --tasks place --seeds 0 1 --train-args=--agent.pixel.standardize \
-  --runs-dir "$OUT/place-std" --json "$OUT/place_std.json"
+python_script benchmarks/deployable_tasks.py --tasks place --seeds 0 1 \
+  --train-args '--agent.pixel.standardize --agent.lr-final-fraction 1' --runs-dir "$OUT/place-std" --json "$OUT/place_std.json"
 for s in 0 1; do
   vlmrl evaluate --policy "$OUT/place-std/place-s$s/policy.pt" --robot.unit all --episodes 20 --views 0 \
     --torch-threads 1 --out-dir "$OUT/units-place/std-s$s"
@@ -173,3 +174,15 @@ for s in 0 1 2 3 4; do
   vlmrl evaluate --policy "$OUT/place-d100/place-s$s/policy.pt" --robot.unit all --episodes 20 --views 0 \
     --torch-threads 1 --out-dir "$OUT/units-place/recipe-s$s"
 done
+# Section 16 (sessions of 2026-12-05, 12:20 and 13:59): push ending at success with the absorbing terminal (at 858471b;
+# push_terminate_pilot.json), push with learning rates decayed to a tenth (at acf6a09; push_lr_decay_pilot.json), place
+# likewise over seeds 0-4 (place_lr_decay.json; the recipe's own setting for place since, so plain --tasks place reruns
+# it), push with 64 px policy images in 8 px patches (at acf6a09; push_px64_pilot.json).
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 \
+  --train-args '--sim.terminate-on-success --buffer.absorbing-terminal' --runs-dir "$OUT/push-term" --json "$OUT/push_term.json"
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --train-args '--agent.lr-final-fraction 0.1' \
+  --runs-dir "$OUT/push-lr" --json "$OUT/push_lr.json"
+python_script benchmarks/deployable_tasks.py --tasks place --seeds 0 1 2 3 4 --train-args '--agent.lr-final-fraction 0.1' \
+  --runs-dir "$OUT/place-lr" --json "$OUT/place_lr.json"
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 \
+  --train-args '--agent.pixel.image-size 64 --agent.pixel.patch-size 8' --runs-dir "$OUT/push-px64" --json "$OUT/push_px64.json"
