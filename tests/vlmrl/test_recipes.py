@@ -38,7 +38,8 @@ def test_the_deployable_recipe_sets_a_robot_policy_with_per_task_budgets() -> No
     place = parse("--recipe", "deployable", "--sim.task", "place")
     assert lift.agent.pixel.standardize and not place.agent.pixel.standardize  # section 15: lift only, so far
     assert place.sim.action_mode == "ee_delta" and place.demo_episodes == 100  # section 13
-    assert place.agent.lr_final_fraction == 0.1 and lift.agent.lr_final_fraction == 1.0  # section 16: place only
+    # Section 16: place decays its learning rates, lift does not.
+    assert place.agent.lr_final_fraction == 0.1 and lift.agent.lr_final_fraction == 1.0
     push = parse("--recipe", "deployable", "--sim.task", "push")
     assert push.demo_episodes == 100 and overridden(push) == {}  # push's own demonstrations
     assert push.sim.action_mode == "delta"
