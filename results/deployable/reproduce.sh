@@ -177,7 +177,8 @@ done
 # Section 16 (sessions of 2026-12-05, 12:20 and 13:59): push ending at success with the absorbing terminal (at 858471b;
 # push_terminate_pilot.json), push with learning rates decayed to a tenth (at acf6a09; push_lr_decay_pilot.json), place
 # likewise over seeds 0-4 (place_lr_decay.json; the recipe's own setting for place since, so plain --tasks place reruns
-# it), push with 64 px policy images in 8 px patches (at acf6a09; push_px64_pilot.json).
+# it), push with 64 px policy images in 8 px patches and with ten critics (at acf6a09; push_px64_pilot.json,
+# push_ensemble_pilot.json).
 python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 \
   --train-args '--sim.terminate-on-success --buffer.absorbing-terminal' --runs-dir "$OUT/push-term" --json "$OUT/push_term.json"
 python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --train-args '--agent.lr-final-fraction 0.1' \
@@ -186,3 +187,5 @@ python_script benchmarks/deployable_tasks.py --tasks place --seeds 0 1 2 3 4 --t
   --runs-dir "$OUT/place-lr" --json "$OUT/place_lr.json"
 python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 \
   --train-args '--agent.pixel.image-size 64 --agent.pixel.patch-size 8' --runs-dir "$OUT/push-px64" --json "$OUT/push_px64.json"
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --train-args '--agent.num-critics 10' \
+  --runs-dir "$OUT/push-ens10" --json "$OUT/push_ens10.json"
