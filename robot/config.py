@@ -94,6 +94,10 @@ class LeRobotEnvConfig:
     """Joint-delta policies (``delta_targets``): an arm joint's target stays within this many degrees of its
     measured position, as the twin's ``--sim.max-windup-deg`` (deploy and finetune take the policy's);
     the gripper is not bounded. 0: unbounded."""
+    observe_targets: bool = False
+    """Observations also hold ``joint_targets`` (float32[n], action-key order): the last command the safety
+    layer let through, as the twin's ``--sim.observe-targets``. Deploy, evaluate on units and finetune turn it
+    on for a policy trained with it."""
     safety: SafetyConfig = field(default_factory=SafetyConfig)
     """Limits every command passes through."""
     watchdog: WatchdogConfig = field(default_factory=WatchdogConfig)

@@ -5,7 +5,8 @@ An env is a ``gymnasium.Env`` with a dict observation space:
 - ``"state"``: float32[n], a flat proprioceptive/task state (units documented by the env);
 - ``"pixels/<camera>"``: uint8[H, W, 3], row 0 at the top of the image;
 - for arms that have them, LeRobot joint keys such as ``"shoulder_pan.pos"`` (float32[1], degrees for
-  the arm joints and 0..100 for the gripper, as LeRobot's SO101Follower with ``use_degrees=True``).
+  the arm joints and 0..100 for the gripper, as LeRobot's SO101Follower with ``use_degrees=True``);
+- optionally ``"joint_targets"`` (``TARGETS_KEY``): the joint targets last commanded, same units.
 
 ``step`` returns ``info`` with ``success: bool`` and ``progress: float in [0, 1]`` (privileged task
 progress; the oracle scorer reads it). ``env.unwrapped.task_description`` is one sentence describing the
@@ -31,6 +32,10 @@ JOINT_KEYS: tuple[str, ...] = SO101.keys
 
 STATE_KEY = "state"
 PIXELS_PREFIX = "pixels/"
+TARGETS_KEY = "joint_targets"
+"""Optional observation of arms (``--sim.observe-targets`` on the twin, ``--env.observe-targets`` on an arm): the
+joint targets last commanded, float32[n] in action-key order and LeRobot units. Under actuation latency the
+joints lag them: what the policy sees of its commands still in flight."""
 
 
 def bound_windup(targets: np.ndarray, measured: np.ndarray, bound: float, arm: np.ndarray) -> np.ndarray:

@@ -24,7 +24,7 @@ import numpy as np
 from gymnasium import spaces
 
 from robot.config import DEFAULT_EPISODE_STEPS, LeRobotEnvConfig
-from robot.contract import bound_windup
+from robot.contract import TARGETS_KEY, bound_windup
 from robot.errors import ActionError, RobotError
 from robot.estop import EmergencyStop
 from robot.frames import FrameProcessor
@@ -42,7 +42,8 @@ class LeRobotEnv(gym.Env):
     """A LeRobot robot and its cameras behind the Env contract (``robot/contract.py``).
 
     Observations: ``state`` (float32 joint positions in action-key order), each joint key (float32[1]),
-    ``pixels/<camera>`` (uint8[H, W, 3], resized to ``image_size``). Actions: absolute joint targets in
+    ``pixels/<camera>`` (uint8[H, W, 3], resized to ``image_size``), with ``observe_targets`` also
+    ``joint_targets`` (the last command sent, ``last_sent``). Actions: absolute joint targets in
     the robot's units, bounded by the safety joint limits. ``info``: ``success``/``progress`` (from
     `mark_outcome` (human keys), else from ``robot.task_status()`` on a simulated robot unless
     ``privileged_status`` is off, else False/0.0: a real robot has no privileged task state), ``safety`` (clip reasons), ``sent_action``,
@@ -130,6 +131,10 @@ class LeRobotEnv(gym.Env):
             "state": spaces.Box(-STATE_BOUND, STATE_BOUND, shape=(len(self.action_keys),), dtype=np.float32)
         }
         obs_spaces |= {k: joint_box for k in self.action_keys}
+        if cfg.observe_targets:
+            obs_spaces[TARGETS_KEY] = spaces.Box(
+                self.action_space.low, self.action_space.high, dtype=np.float32
+            )
         obs_spaces |= {
             f"pixels/{cam}": spaces.Box(0, 255, shape=(h, w, 3), dtype=np.uint8)
             for cam, (h, w) in self.cameras.items()
@@ -162,6 +167,8 @@ class LeRobotEnv(gym.Env):
             raw = self.robot.get_observation()
         obs = self._convert(raw)
         self.safety.reset(self._measured or {})
+        if self.cfg.observe_targets:  # the safety layer forgot the last episode's command
+            obs[TARGETS_KEY] = self.last_sent()
         self.rate.restart()  # time spent between episodes is not an overrun
         home = {k: v for k, v in self.cfg.home.items() if k in self.action_keys}
         if home:
@@ -381,6 +388,8 @@ class LeRobotEnv(gym.Env):
         obs |= {k: np.array([v], dtype=np.float32) for k, v in joints.items()}
         for cam in self.cameras:
             obs[f"pixels/{cam}"] = self._frames[cam](raw.get(cam))
+        if self.cfg.observe_targets:
+            obs[TARGETS_KEY] = self.last_sent()
         return obs
 
     def _raise_if_stopped(self) -> None:

@@ -127,6 +127,12 @@ class SimConfig:
     2026-12-01)."""
     max_delta_m: float = 0.02
     """ee_delta mode: largest move of the tool centre point per step, metres."""
+    observe_targets: bool = False
+    """so101: observations also hold ``joint_targets`` (float32[6], LeRobot units, ``JOINT_NAMES`` order): the
+    joint targets last commanded, in every action mode. With action latency (``--sim.randomize.max-latency-steps``,
+    a slow arm) the joints reach them periods later; with ``--policy-obs robot`` the policy reads them, so it
+    sees its commands still in flight. An arm's env gives the same (``--env.observe-targets``; deploy, evaluate
+    on units and finetune take the policy's)."""
     ee_arm_steps: bool = False
     """ee_delta mode: drive the joints as `vlmrl deploy` drives an arm (``vlmrl.loop.arm_actions.EndEffectorDeltas``
     through the safety layer): each step's tool move starts where the last joint targets put the tool, and the

@@ -57,6 +57,10 @@ def validate_config(cfg: SimConfig) -> None:
         raise SimError(f"max_episode_steps must be positive or None, got {cfg.max_episode_steps!r}")
     if not (cfg.max_delta_deg > 0 and cfg.max_delta_gripper > 0 and cfg.max_delta_m > 0):
         raise SimError("max_delta_deg, max_delta_gripper and max_delta_m must be positive")
+    if cfg.observe_targets and cfg.suite != "so101":
+        raise SimError(
+            f"observe_targets (the SO-101's joint targets) needs the so101 suite, not {cfg.suite!r}"
+        )
     validate_camera_calibration(cfg)
     resolve_ranges(cfg)  # randomize: unknown preset, negative ranges, a suite without randomisation
 

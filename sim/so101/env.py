@@ -16,6 +16,7 @@ from robot.contract import (
     JOINT_KEYS,
     JOINT_NAMES,
     STATE_KEY,
+    TARGETS_KEY,
     bound_windup,
     pixel_key,
     state_and_pixel_spaces,
@@ -158,6 +159,8 @@ class SO101Env(gymnasium.Env):
         obs_spaces = state_and_pixel_spaces(len(STATE_NAMES), cfg.cameras, cfg.image_size)
         for i, key in enumerate(JOINT_KEYS):
             obs_spaces[key] = spaces.Box(low[i : i + 1], high[i : i + 1], dtype=np.float32)
+        if cfg.observe_targets:
+            obs_spaces[TARGETS_KEY] = spaces.Box(low, high, dtype=np.float32)
         self.observation_space = spaces.Dict(obs_spaces)
         self._targets = np.zeros(len(JOINT_NAMES), dtype=np.float32)
         self._tcp_target = np.zeros(3)
@@ -313,6 +316,8 @@ class SO101Env(gymnasium.Env):
             obs[pixel_key(camera)] = self.sim.render(camera, self.cfg.image_size)
         for name, key in zip(JOINT_NAMES, JOINT_KEYS):
             obs[key] = np.array([joints[name]], dtype=np.float32)
+        if self.cfg.observe_targets:
+            obs[TARGETS_KEY] = self._targets.copy()
         return obs
 
     def observed_joints(self) -> dict[str, float]:

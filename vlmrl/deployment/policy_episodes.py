@@ -59,7 +59,8 @@ def refuse_privileged(obs_spec: dict[str, Any], run: dict[str, Any], source: str
 
 
 def fit_to_policy(cfg: RobotConfigT, run: dict[str, Any], reads_pixels: bool, source: str) -> RobotConfigT:
-    """``cfg`` with the policy's task, cameras, image size, control rate and episode length where ``cfg``
+    """``cfg`` with the policy's task, cameras, image size, control rate, episode length and joint-target
+    observation (``--env.observe-targets``) where ``cfg``
     left them at their defaults; ConfigError naming the option when ``cfg`` asks for something else than
     the policy was trained with (or for a policy no arm can run). ``run`` is the policy's run info
     (``policy_run_info``), ``source`` names the policy in messages."""
@@ -117,6 +118,8 @@ def fit_to_policy(cfg: RobotConfigT, run: dict[str, Any], reads_pixels: bool, so
     windup = float(run.get("max_windup_deg", cfg.env.max_windup_deg)) if mode == "delta" else 0.0
     adopt_trained(env_changes, "max_windup_deg", cfg.env.max_windup_deg, env_defaults.max_windup_deg, windup,
                   source, f"with --sim.max-windup-deg {windup:g}", "--env.max-windup-deg", "policy")  # fmt: skip
+    if run.get("observe_targets") and not cfg.env.observe_targets:  # the policy reads its last commands
+        env_changes["observe_targets"] = True
     if cfg.env.max_episode_steps is None:  # a late success must count as it counted in training
         env_changes["max_episode_steps"] = training_episode_steps(run)
     if env_changes:
@@ -239,6 +242,7 @@ def policy_run_info(sim: Any, policy_obs: str, source: str = "vlmrl train") -> d
         "max_delta_gripper": sim.max_delta_gripper,
         "max_delta_m": getattr(sim, "max_delta_m", SimConfig().max_delta_m),
         "max_windup_deg": getattr(sim, "max_windup_deg", 0.0),
+        "observe_targets": bool(getattr(sim, "observe_targets", False)),
         "max_episode_steps": episode_steps_of(sim),
         "randomize": asdict(sim.randomize) if hasattr(sim, "randomize") else None,
     }

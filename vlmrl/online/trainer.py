@@ -29,7 +29,7 @@ from agents.sac import SAC
 from buffer.samplers.prior_mix import PriorMixSampler
 from buffer.storage.chunk_file import atomic_write
 from buffer.storage.integrity import describe_skipped
-from robot.contract import JOINT_KEYS, PIXELS_PREFIX, STATE_KEY, env_spec
+from robot.contract import JOINT_KEYS, PIXELS_PREFIX, STATE_KEY, TARGETS_KEY, env_spec
 from sim import make_env
 from sim.experts import make_expert
 from vlm import Scorer, check_reachable
@@ -109,8 +109,9 @@ class Trainer:
             raise ConfigError(f"SAC needs a Box action space, the env has {self.env.action_space}")
         self.action_space: gym.spaces.Box = self.env.action_space
         cameras = [PIXELS_PREFIX + c for c in cfg.sim.cameras]
-        self.policy_keys = policy_keys(cfg.policy_obs, cameras)
-        self.stored_keys = [STATE_KEY, *(JOINT_KEYS if cfg.policy_obs == "robot" else ()), *cameras]
+        targets = [TARGETS_KEY] if cfg.sim.observe_targets else []
+        self.policy_keys = policy_keys(cfg.policy_obs, cameras, bool(targets))
+        self.stored_keys = [STATE_KEY, *(JOINT_KEYS if cfg.policy_obs == "robot" else ()), *targets, *cameras]
         full_spec = spec.obs_spec()
         self.policy_obs_spec = {k: full_spec[k] for k in self.policy_keys}
         # An asymmetric critic also reads the sim's privileged state; the actor never does (agents.sac).
@@ -581,11 +582,13 @@ def describe_spec(spec: dict[str, Any]) -> str:
     return ", ".join(f"{k} {tuple(shape)}" for k, (shape, _) in spec.items())
 
 
-def policy_keys(policy_obs: str, cameras: list[str]) -> list[str]:
-    """Observation keys the policy reads for a ``policy_obs`` choice."""
+def policy_keys(policy_obs: str, cameras: list[str], targets: bool = False) -> list[str]:
+    """Observation keys the policy reads for a ``policy_obs`` choice; ``targets``: also the joint targets last
+    commanded (``--sim.observe-targets``)."""
+    extra = [TARGETS_KEY] if targets else []
     if policy_obs == "robot":
-        return [*JOINT_KEYS, *cameras]
-    return [STATE_KEY, *(cameras if policy_obs == "pixels" else [])]
+        return [*JOINT_KEYS, *extra, *cameras]
+    return [STATE_KEY, *extra, *(cameras if policy_obs == "pixels" else [])]
 
 
 def default_run_dir(cfg: TrainConfig) -> Path:
