@@ -8,8 +8,10 @@
   ``state``, as ``vlmrl train --policy-obs robot`` does).
 * `normalize_actions`: actions in [-1, 1] mapped linearly onto the env's own box (the twin's ``absolute``
   joint targets in degrees, for example), the range SAC implementations squash to.
+* `PotentialShaping`: potential-based reward shaping from the privileged ``progress`` (``vlmrl train
+  --reward-shaping potential``).
 
-Both are plain gymnasium wrappers: the contract env underneath (``env.unwrapped``) is unchanged.
+All are plain gymnasium wrappers: the contract env underneath (``env.unwrapped``) is unchanged.
 """
 
 from __future__ import annotations
@@ -69,6 +71,43 @@ class SB3Keys(gymnasium.ObservationWrapper):
 
 def _kept(key: str, keep: Sequence[str]) -> bool:
     return any(key == k or (k.endswith("/") and key.startswith(k)) for k in keep)
+
+
+class PotentialShaping(gymnasium.Wrapper):
+    """Rewards plus ``gamma * progress(s') - progress(s)``: potential-based shaping (Ng, Harada and Russell, 1999)
+    with the env's privileged ``info["progress"]`` in [0, 1] as the potential, so the best policy stays the
+    best one while each step tells the learner whether it got closer. A terminal step's next potential is 0
+    (nothing follows it); a truncated one keeps its own (the learner bootstraps from it). ``info`` gains
+    ``unshaped_reward``. ``gamma`` must be the learner's discount for the invariance to hold.
+
+    Raises:
+        SimError: ``gamma`` outside (0, 1], or an env whose ``info`` has no ``progress``.
+    """
+
+    def __init__(self, env: gymnasium.Env, gamma: float) -> None:
+        super().__init__(env)
+        if not 0.0 < gamma <= 1.0:
+            raise SimError(f"PotentialShaping: gamma must be in (0, 1], got {gamma}")
+        self.gamma = float(gamma)
+        self._potential = 0.0
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        obs, info = self.env.reset(**kwargs)
+        self._potential = _progress(info)
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        progress = _progress(info)
+        shaped = float(reward) + self.gamma * (0.0 if terminated else progress) - self._potential
+        self._potential = progress
+        return obs, shaped, terminated, truncated, {**info, "unshaped_reward": float(reward)}
+
+
+def _progress(info: dict[str, Any]) -> float:
+    if "progress" not in info:
+        raise SimError(f"PotentialShaping needs info['progress'] from the env, got keys {sorted(info)}")
+    return float(info["progress"])
 
 
 def normalize_actions(env: gymnasium.Env) -> gymnasium.Env:

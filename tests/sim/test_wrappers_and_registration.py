@@ -123,3 +123,26 @@ def _wrappers(env: gymnasium.Env) -> list[gymnasium.Env]:
     while isinstance(stack[-1], gymnasium.Wrapper):
         stack.append(stack[-1].env)
     return stack
+
+
+def test_potential_shaping_adds_the_discounted_change_of_progress_and_nothing_after_a_terminal() -> None:
+    from sim.experts import make_expert
+    from sim.wrappers import PotentialShaping
+
+    gamma = 0.9
+    env = PotentialShaping(make_env(SimConfig(task="reach", cameras=(), terminate_on_success=True)), gamma)
+    expert = make_expert(env)
+    obs, info = env.reset(seed=1)
+    expert.reset()
+    before, terminated, steps = info["progress"], False, 0
+    while not terminated and steps < 50:
+        obs, reward, terminated, _, info = env.step(expert.act(obs))
+        after = 0.0 if terminated else info["progress"]
+        assert reward == pytest.approx(info["unshaped_reward"] + gamma * after - before, abs=1e-9)
+        before, steps = info["progress"], steps + 1
+    assert (
+        terminated and info["unshaped_reward"] == 1.0
+    )  # the expert reached: the last step paid 1 - progress
+    env.close()
+    with pytest.raises(SimError, match=r"gamma must be in \(0, 1\], got 0"):
+        PotentialShaping(make_env(SimConfig(task="reach", cameras=())), 0.0)

@@ -658,3 +658,34 @@ def test_a_state_teacher_is_distilled_into_a_robot_observation_actor(tmp_path) -
         main(lift)
     with pytest.raises(ConfigError, match=r"--teacher-policy: .*not a vlmrl policy file"):
         main(dataclasses.replace(taught, teacher_policy=tmp_path / "teacher" / "config.json"))
+
+
+def test_potential_shaping_reaches_the_buffer_and_stays_out_of_evaluation(tmp_path) -> None:
+    from buffer import make_buffer
+
+    run = tmp_path / "shaped"
+    base = tiny(run)
+    cfg = dataclasses.replace(
+        base,
+        sim=dataclasses.replace(base.sim, reward="sparse"),
+        buffer=dataclasses.replace(base.buffer, storage="zarr"),
+        replay="uniform",
+        reward_shaping="potential",
+        total_steps=100,
+        eval_every_steps=100,
+    )
+    assert main(cfg) == 0
+    buffer = make_buffer(
+        dataclasses.replace(cfg.buffer, sampler=load_checkpoint(run)["config"].buffer.sampler),
+        {"state": ((23,), np.dtype(np.float32))}, 6, path=str(run / "buffer.zarr"),
+    )  # fmt: skip
+    try:
+        rows = buffer.storage.episodes().next_row
+        rewards = buffer.storage.read("reward", np.arange(rows))
+    finally:
+        buffer.close()
+    assert (rewards < 0).any()  # a sparse reward is never negative: these are the shaping terms
+    evals = [json.loads(line) for line in (run / "evals.jsonl").read_text().splitlines()]
+    assert evals and all(e["return"] >= 0.0 for e in evals)  # evaluations count the task's own sparse reward
+    with pytest.raises(ConfigError, match="--reward-shaping runs in the learner's env only"):
+        main(dataclasses.replace(cfg, run_dir=str(tmp_path / "actors"), actors=1))

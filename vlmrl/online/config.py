@@ -124,6 +124,11 @@ class TrainConfig:
     """add: the env's reward plus reward_program_weight x the CaR reward; replace: the weighted CaR reward alone."""
     reward_program_weight: float = 1.0
     """Weight of the CaR reward."""
+    reward_shaping: Literal["none", "potential"] = "none"
+    """potential: each training step's reward plus ``gamma * progress(s') - progress(s)`` (``buffer.gamma``; the
+    task's privileged progress in [0, 1] as the potential, 0 after a terminal step; ``sim.wrappers.PotentialShaping``):
+    the best policy is the same (Ng, Harada and Russell 1999) and every step says whether it got closer.
+    Demonstrations get it too; evaluations count success. Training in a simulator only (a robot has no progress)."""
     worker: WorkerConfig = field(default_factory=WorkerConfig)
     """The asynchronous scoring worker."""
     sync_scoring: bool = False
@@ -362,6 +367,8 @@ def check_actors(cfg: TrainConfig) -> None:
         )
     if cfg.reward_program is not None:
         raise ConfigError("--reward-program runs in the learner's env only: drop it or --actors")
+    if cfg.reward_shaping != "none":
+        raise ConfigError("--reward-shaping runs in the learner's env only: drop it or --actors")
     if cfg.prior_data is not None:
         raise ConfigError(
             "--prior-data with --actors: not supported yet (its store has no policy_version column)"

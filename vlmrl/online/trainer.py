@@ -32,6 +32,7 @@ from buffer.storage.integrity import describe_skipped
 from robot.contract import JOINT_KEYS, PIXELS_PREFIX, STATE_KEY, TARGETS_KEY, env_spec
 from sim import make_env
 from sim.experts import make_expert
+from sim.wrappers import PotentialShaping
 from vlm import Scorer, check_reachable
 from vlmrl.actors.env_actor import POLICY_VERSION_KEY, PolicySpec
 from vlmrl.deployment.policy_episodes import policy_run_info
@@ -104,6 +105,8 @@ class Trainer:
                 self.env, cfg.reward_program, cfg.sim.task, cfg.reward_program_mode,
                 cfg.reward_program_weight, run_dir, resuming=checkpoint is not None,
             )  # fmt: skip
+        if cfg.reward_shaping == "potential":
+            self.env = PotentialShaping(self.env, cfg.buffer.gamma)
         spec = env_spec(self.env)
         if not isinstance(self.env.action_space, gym.spaces.Box):
             raise ConfigError(f"SAC needs a Box action space, the env has {self.env.action_space}")
