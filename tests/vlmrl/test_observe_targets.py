@@ -18,7 +18,8 @@ from sim.errors import SimError
 from sim.randomization import Perturbation
 from tests.vlmrl.pipeline_helpers import finetune_config
 from tests.vlmrl.test_train_to_deploy import robot_policy_run
-from vlmrl.deployment.robot_env import RobotEnvConfig, make_robot_env
+from vlmrl.deployment.robot_env import RobotEnvConfig, check_policy_fits, make_robot_env
+from vlmrl.errors import ConfigError
 from vlmrl.pipelines import deploy
 from vlmrl.pipelines.train import main
 
@@ -77,6 +78,8 @@ def test_an_arms_env_observes_what_the_safety_layer_let_through(tmp_path):
                            tmp_path / "plain")  # fmt: skip
     with plain:
         assert TARGETS_KEY not in plain.observation_space.spaces
+        with pytest.raises(ConfigError, match=r"policy p reads 'joint_targets'.*add --env.observe-targets$"):
+            check_policy_fits({TARGETS_KEY: ((6,), np.dtype(np.float32))}, plain, "policy p")
 
 
 def test_a_policy_trained_on_its_targets_reads_them_and_deploy_and_finetune_provide_them(tmp_path):

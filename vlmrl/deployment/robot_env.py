@@ -14,7 +14,7 @@ import numpy as np
 
 from robot.arms import arm_for
 from robot.config import ArmConfig, LeRobotEnvConfig, env_config_for_arm
-from robot.contract import env_spec
+from robot.contract import TARGETS_KEY, env_spec
 from robot.lerobot_env import LeRobotEnv
 from robot.lerobot_robot import make_robot
 from sim.so101.kinematics import forward_kinematics
@@ -110,6 +110,11 @@ def check_policy_fits(policy_obs: dict[str, tuple[tuple[int, ...], np.dtype]], e
     """Raise ConfigError unless the env provides every observation the policy reads, same shape and dtype."""
     spec = env_spec(env)
     for key, (shape, dtype) in policy_obs.items():
+        if key == TARGETS_KEY and key not in spec.obs:
+            raise ConfigError(
+                f"{source} reads {key!r}, the joint targets last commanded (trained with --sim.observe-targets): "
+                "add --env.observe-targets"
+            )
         if key not in spec.obs:
             raise ConfigError(
                 f"{source} reads observation {key!r}, which the robot env does not provide "
