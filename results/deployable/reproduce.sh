@@ -189,3 +189,20 @@ python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 \
   --train-args '--agent.pixel.image-size 64 --agent.pixel.patch-size 8' --runs-dir "$OUT/push-px64" --json "$OUT/push_px64.json"
 python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --train-args '--agent.num-critics 10' \
   --runs-dir "$OUT/push-ens10" --json "$OUT/push_ens10.json"
+# Section 17 (session of 2026-12-05, 17:01; at 70cf0ae): push with potential-based shaping and with 4-degree joint
+# steps (push_shaping_pilot.json, push_maxdelta4_pilot.json), lift seeing its joint targets under randomised latency
+# (lift_targets.json), and those lift policies on the units (units_lift_targets.json).
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --train-args '--reward-shaping potential' \
+  --runs-dir "$OUT/push-shape" --json "$OUT/push_shape.json"
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --train-args '--sim.max-delta-deg 4' \
+  --runs-dir "$OUT/push-maxdelta4" --json "$OUT/push_maxdelta4.json"
+python_script benchmarks/deployable_tasks.py --tasks lift --seeds 0 1 2 3 4 \
+  --train-args '--sim.observe-targets --sim.randomize.max-latency-steps 2' --runs-dir "$OUT/lift-tgt" --json "$OUT/lift_targets.json"
+for s in 0 1 2 3 4; do
+  vlmrl evaluate --policy "$OUT/lift-tgt/lift-s$s/policy.pt" --robot.unit all --episodes 20 --views 0 \
+    --torch-threads 1 --out-dir "$OUT/units-tgt/tgt-s$s"
+done
+vlmrl evaluate --policy "$OUT/lift-tgt/lift-s0/policy.pt" --robot.unit a/factors --episodes 20 --views 0 \
+  --torch-threads 1 --out-dir "$OUT/units-tgt/tgt-s0-factors"
+python_script results/deployable/units_summary.py "$OUT/units-tgt" --conditions tgt --seeds 0 1 2 3 4 \
+  --baseline results/deployable/units_lift_std.json:std --json "$OUT/units_lift_targets.json"

@@ -1,12 +1,15 @@
 """Section 15's table: lift policies of two conditions on the twin's units (`vlmrl evaluate --robot.unit`).
 
 usage: python results/deployable/units_summary.py UNITS_DIR --conditions recipe std --seeds 0 1 2 3 4 --json OUT
+       [--baseline JSON:CONDITION]
 
 UNITS_DIR holds one `vlmrl evaluate` output folder per policy: ``<condition>-s<seed>`` (``--robot.unit all``,
 or some units) and optionally ``<condition>-s<seed>-factors`` (``--robot.unit a/factors``); a policy's rows are
 the union of its folders. Prints per condition the mean and sd over seeds of success on each unit, the mean over
 units a-e, Welch p between the first two conditions, and each condition's factor rows where they exist; writes
-the same as JSON.
+the same as JSON. ``--baseline units_lift_std.json:std`` adds a condition from an earlier output of this script
+(its ``per_policy`` figures, all its seeds) after those of ``--conditions``, so the first two may be a new one
+and an old one whose folders are gone.
 """
 
 from __future__ import annotations
@@ -45,17 +48,25 @@ def main() -> int:
     parser.add_argument("--conditions", nargs="+", required=True)
     parser.add_argument("--seeds", nargs="+", type=int, required=True)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--baseline", help="JSON:CONDITION, a condition of an earlier output")
     args = parser.parse_args()
 
     per: dict[str, dict[int, dict[str, float]]] = {
         c: {s: policy_rows(args.units_dir, c, s) for s in args.seeds} for c in args.conditions
     }
+    seeds_of = {c: list(args.seeds) for c in args.conditions}
+    if args.baseline:
+        path, _, name = args.baseline.rpartition(":")
+        earlier = json.loads(Path(path).read_text())["per_policy"][name]
+        per[name] = {int(s): rows for s, rows in earlier.items()}
+        seeds_of[name] = sorted(per[name])
+    conditions = list(per)
     out: dict[str, object] = {"conditions": {}, "per_policy": per}
     print("| condition | seeds | " + " | ".join(UNITS) + " | units a-e |")
     print("|---" * (len(UNITS) + 3) + "|")
     mean_units: dict[str, list[float]] = {}
-    for condition in args.conditions:
-        seeds = [s for s in args.seeds if all(u in per[condition][s] for u in UNITS)]
+    for condition in conditions:
+        seeds = [s for s in seeds_of[condition] if all(u in per[condition][s] for u in UNITS)]
         cells, figures = [], {}
         for unit in UNITS:
             values = [per[condition][s][unit] for s in seeds]
@@ -78,8 +89,8 @@ def main() -> int:
             + " | ".join(cells)
             + f" | {figures['units_a_e']['mean']:.0%} ± {spread:.0%} |"
         )
-    if len(args.conditions) >= 2:
-        a, b = args.conditions[:2]
+    if len(conditions) >= 2:
+        a, b = conditions[:2]
         p_values = {
             unit: welch_p(
                 [per[a][s][unit] for s in out["conditions"][a]["seeds"]],  # type: ignore[index]
@@ -94,7 +105,7 @@ def main() -> int:
             + " | ".join(str(p_values[u]) for u in UNITS)
             + f" | {p_values['units_a_e']} |"
         )
-    policies = [(c, s) for c in args.conditions for s in args.seeds]
+    policies = [(c, s) for c in conditions for s in seeds_of[c]]
     variants = {(c, s): {k: v for k, v in per[c][s].items() if "/" in k} for c, s in policies}
     factors = {f"{c}-s{s}": variants[c, s] for c, s in policies if variants[c, s]}
     if factors:
