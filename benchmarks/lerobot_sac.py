@@ -520,7 +520,8 @@ def collect_curves(runs: list[dict[str, Any]]) -> None:
 
 def merge(paths: list[Path]) -> dict[str, Any]:
     """One JSON from several runs of this benchmark on other seeds (``--merge``): each task's figures are
-    recomputed over every run of the inputs, whose commit, CPU, seeds and load are kept under ``sources``.
+    recomputed over every run of the inputs, whose commit, CPU, seeds and load are kept under ``sources`` (an input
+    that is itself a merge brings its own ``sources``, so results grow a seed at a time).
 
     Raises:
         ValueError: an input that is not this benchmark's JSON, or one (task, learner, seed) in two inputs.
@@ -544,6 +545,9 @@ def merge(paths: list[Path]) -> dict[str, Any]:
                 curve = figures.get("curves", {}).get(r["learner"], {}).get(str(r["seed"]), [])
                 runs[key] = {**r, "task": task, "curve": curve}
         details = data.get("details", {})
+        if "sources" in data:  # an earlier merge: its own inputs, as it listed them
+            sources.extend(data["sources"])
+            continue
         sources.append({
             "file": Path(path).name, "git_commit": data.get("git_commit"), "cpu_model": data.get("cpu_model"),
             "seeds": details.get("seeds"), "jobs": details.get("jobs"),

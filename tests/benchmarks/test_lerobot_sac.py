@@ -248,6 +248,20 @@ def test_merge_pools_seeds_from_two_outputs_recomputes_the_figures_and_refuses_a
     assert reach["ours_wall_s_to_final_lerobot"] == 65.0  # seed 0: 50 s to 0.5; seed 1: 80 s to 0.3
     assert merged["git_commit"] == ["aaa", "bbb"] and merged["cpu_model"] == "cpu"
     assert [s["seeds"] for s in merged["sources"]] == [[0], [1]] and merged["details"]["seeds"] == [0, 1]
+    (tmp_path / "merged.json").write_text(json.dumps(merged))  # a merge merges again, a seed at a time
+    third = tmp_path / "s2.json"
+    runs = [run("ours", 2, [(1000, 30.0, 1.0)], 40.0), run("lerobot", 2, [(1000, 200.0, 0.0)], 210.0)]
+    third.write_text(json.dumps({"tasks": {"reach": bench.summarize(runs)}, "cpu_model": "cpu", "git_commit": "ccc",
+                                 "details": {"seeds": [2], "jobs": 1, "load_average_at_start": 0.1}}))  # fmt: skip
+    again = bench.merge([tmp_path / "merged.json", third])
+    assert again["tasks"]["reach"] == bench.summarize(first + second + runs) | {
+        "runs": again["tasks"]["reach"]["runs"]
+    }
+    assert [s["seeds"] for s in again["sources"]] == [[0], [1], [2]] and again["git_commit"] == [
+        "aaa",
+        "bbb",
+        "ccc",
+    ]
     with pytest.raises(ValueError, match="seed 0 is in two inputs"):
         bench.merge([paths[0], paths[0]])
     (tmp_path / "bad.json").write_text("{}")
