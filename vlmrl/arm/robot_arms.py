@@ -197,11 +197,12 @@ def arm_configs(cfg: Config) -> list[Config]:
 
 
 def check_actor_settings(cfg: Config) -> None:
-    """``vlmrl train``'s one-line checks of ``--actors`` and ``--ray.*`` (finetune has no ``--reward-program``
-    or ``--prior-data``, the other things they refuse)."""
+    """``vlmrl train``'s one-line checks of ``--actors`` and ``--ray.*`` (finetune has no ``--reward-program``,
+    ``--reward-shaping`` or ``--prior-data``, the other things they refuse)."""
     from types import SimpleNamespace
 
-    check_actors(SimpleNamespace(actors=cfg.actors, ray=cfg.ray, reward_program=None, prior_data=None))  # type: ignore[arg-type]
+    no_extras = {"reward_program": None, "reward_shaping": "none", "prior_data": None}
+    check_actors(SimpleNamespace(actors=cfg.actors, ray=cfg.ray, **no_extras))  # type: ignore[arg-type]
 
 
 def describe_difference(a: RobotSide, b: RobotSide) -> str:
