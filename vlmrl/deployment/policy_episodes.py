@@ -60,10 +60,9 @@ def refuse_privileged(obs_spec: dict[str, Any], run: dict[str, Any], source: str
 
 def fit_to_policy(cfg: RobotConfigT, run: dict[str, Any], reads_pixels: bool, source: str) -> RobotConfigT:
     """``cfg`` with the policy's task, cameras, image size, control rate, episode length and joint-target
-    observation (``--env.observe-targets``) where ``cfg``
-    left them at their defaults; ConfigError naming the option when ``cfg`` asks for something else than
-    the policy was trained with (or for a policy no arm can run). ``run`` is the policy's run info
-    (``policy_run_info``), ``source`` names the policy in messages."""
+    observation (``--env.observe-targets``) where ``cfg`` left them at their defaults; ConfigError naming the
+    option when ``cfg`` asks for something else than the policy was trained with (or for a policy no arm can
+    run). ``run`` is the policy's run info (``policy_run_info``), ``source`` names the policy in messages."""
     if not run:
         return cfg
     if run.get("suite", "so101") != "so101":
