@@ -40,7 +40,7 @@ from vlmrl.deployment.robot_env import check_policy_fits, make_robot_env
 from vlmrl.errors import ConfigError
 from vlmrl.loop.arm_actions import ActionConverter
 from vlmrl.loop.sources import RobotEpisodes
-from vlmrl.online.config import check_actors
+from vlmrl.online.config import check_ray_actors
 from vlmrl.run_dir import NewPaths
 
 Config = Any
@@ -197,12 +197,9 @@ def arm_configs(cfg: Config) -> list[Config]:
 
 
 def check_actor_settings(cfg: Config) -> None:
-    """``vlmrl train``'s one-line checks of ``--actors`` and ``--ray.*`` (finetune has no ``--reward-program``,
-    ``--reward-shaping`` or ``--prior-data``, the other things they refuse)."""
-    from types import SimpleNamespace
-
-    no_extras = {"reward_program": None, "reward_shaping": "none", "prior_data": None}
-    check_actors(SimpleNamespace(actors=cfg.actors, ray=cfg.ray, **no_extras))  # type: ignore[arg-type]
+    """``vlmrl train``'s one-line checks of ``--actors`` and ``--ray.*`` (``check_ray_actors``; finetune has
+    none of the options train refuses beside actors)."""
+    check_ray_actors(cfg.actors, cfg.ray)
 
 
 def describe_difference(a: RobotSide, b: RobotSide) -> str:

@@ -350,11 +350,25 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
 
 def check_actors(cfg: TrainConfig) -> None:
     """One-line ConfigErrors for ``--actors`` settings (and what actors cannot run with yet)."""
-    if cfg.actors < 0:
-        raise ConfigError(f"actors must be >= 0, got {cfg.actors}")
+    check_ray_actors(cfg.actors, cfg.ray)
     if not cfg.actors:
         return
-    ray = cfg.ray
+    if cfg.reward_program is not None:
+        raise ConfigError("--reward-program runs in the learner's env only: drop it or --actors")
+    if cfg.reward_shaping != "none":
+        raise ConfigError("--reward-shaping runs in the learner's env only: drop it or --actors")
+    if cfg.prior_data is not None:
+        raise ConfigError(
+            "--prior-data with --actors: not supported yet (its store has no policy_version column)"
+        )
+
+
+def check_ray_actors(actors: int, ray: RayConfig) -> None:
+    """One-line ConfigErrors for an actor count and the Ray settings that feed them (train and finetune)."""
+    if actors < 0:
+        raise ConfigError(f"actors must be >= 0, got {actors}")
+    if not actors:
+        return
     if (
         ray.actor_cpus <= 0
         or ray.weights_every_updates < 1
@@ -364,14 +378,6 @@ def check_actors(cfg: TrainConfig) -> None:
         raise ConfigError(
             "ray.actor_cpus and ray.episode_timeout_s must be > 0, ray.weights_every_updates and "
             "ray.max_in_flight >= 1"
-        )
-    if cfg.reward_program is not None:
-        raise ConfigError("--reward-program runs in the learner's env only: drop it or --actors")
-    if cfg.reward_shaping != "none":
-        raise ConfigError("--reward-shaping runs in the learner's env only: drop it or --actors")
-    if cfg.prior_data is not None:
-        raise ConfigError(
-            "--prior-data with --actors: not supported yet (its store has no policy_version column)"
         )
 
 

@@ -112,8 +112,8 @@ class Trainer:
             raise ConfigError(f"SAC needs a Box action space, the env has {self.env.action_space}")
         self.action_space: gym.spaces.Box = self.env.action_space
         cameras = [PIXELS_PREFIX + c for c in cfg.sim.cameras]
+        self.policy_keys = policy_keys(cfg.policy_obs, cameras, cfg.sim.observe_targets)
         targets = [TARGETS_KEY] if cfg.sim.observe_targets else []
-        self.policy_keys = policy_keys(cfg.policy_obs, cameras, bool(targets))
         self.stored_keys = [STATE_KEY, *(JOINT_KEYS if cfg.policy_obs == "robot" else ()), *targets, *cameras]
         full_spec = spec.obs_spec()
         self.policy_obs_spec = {k: full_spec[k] for k in self.policy_keys}
