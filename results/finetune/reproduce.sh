@@ -180,3 +180,21 @@ train_run "$OUT" std-lift-s0 --recipe deployable --sim.task lift --seed 0 --vide
 python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/std-lift-s0" --unit a --seeds 0 \
   --conditions cloned scratch_cloned --robot-minutes 30 --eval-every 10 --eval-episodes 20 --jobs 2 \
   --runs-dir "$OUT/std" --json "$OUT/std_policy_pilot_unit_a.json"
+# Session of 2026-12-05, 20:09 (at c825a9d), README "The joint-target policy on unit b": results/deployable section
+# 17's lift seed 0 (--sim.observe-targets, latency 0-2 periods) fine-tuned on unit b (targets_unit_b.json), then the
+# pilots on fine-tuning seeds 0-1 (targets_*_pilot_unit_b.json) and --actor-lr 1e-5 on seeds 0-4.
+python_script benchmarks/deployable_tasks.py --tasks lift --seeds 0 \
+  --train-args '--sim.observe-targets --sim.randomize.max-latency-steps 2' --runs-dir "$OUT/tgt-policies" \
+  --json "$OUT/tgt-policies.json"
+tgt=(--tasks lift --policy-run "$OUT/tgt-policies/lift-s0" --unit b --robot-minutes 30 --eval-every 10 --eval-episodes 20)
+python_script benchmarks/finetune_experiment.py "${tgt[@]}" --seeds 0 1 2 3 4 --conditions cloned scratch_cloned \
+  --jobs 2 --runs-dir "$OUT/ft-tgt-b" --json "$OUT/targets_unit_b.json"
+python_script benchmarks/finetune_experiment.py "${tgt[@]}" --seeds 0 1 --conditions cloned --jobs 1 \
+  --finetune-arg=--bc-weight=500 --runs-dir "$OUT/ft-tgt-bc500" --json "$OUT/targets_bc500_pilot_unit_b.json"
+python_script benchmarks/finetune_experiment.py "${tgt[@]}" --seeds 0 1 --conditions cloned --jobs 1 --demos 100 \
+  --runs-dir "$OUT/ft-tgt-d100" --json "$OUT/targets_demos100_pilot_unit_b.json"
+python_script benchmarks/finetune_experiment.py "${tgt[@]}" --seeds 0 1 --conditions cloned --jobs 1 \
+  --finetune-arg=--scripted-operator.budget-steps=0 --finetune-arg=--scripted-operator.no-give-up \
+  --runs-dir "$OUT/ft-tgt-notake" --json "$OUT/targets_no_takeovers_pilot_unit_b.json"
+python_script benchmarks/finetune_experiment.py "${tgt[@]}" --seeds 0 1 2 3 4 --conditions cloned --jobs 2 \
+  --finetune-arg=--actor-lr=1e-5 --runs-dir "$OUT/ft-tgt-lr1e5" --json "$OUT/targets_lr1e5_unit_b.json"
