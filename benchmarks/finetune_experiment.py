@@ -14,8 +14,9 @@ policy it has so far on the unit (``--eval-episodes`` episodes, the same held-ou
 - ``scratch``: the same operator, takeovers included (the robot's demonstrations), and the same robot
   minutes, from a freshly initialised agent of the same networks (``vlmrl finetune --fresh-agent``);
 - ``cloned``: ``--demos`` demonstrations on the unit by the operator's expert (recorded once per policy,
-  their robot minutes reported) as ``--prior-data``, the takeovers cloned beside them, a slower actor and the
-  sim run's encoder kept (``CONDITIONS``: the setting that raised a policy on unit b, results/finetune);
+  their robot minutes reported) as ``--prior-data``, the takeovers cloned beside them, a slower actor
+  (``--cloned-actor-lr``) and the sim run's encoder kept (``CONDITIONS``: the setting that raised a policy on
+  unit b, results/finetune);
 - ``scratch_cloned``: the same data and cloning from a fresh agent (its encoder learning, its own actor rate);
 - ``cloned_prior``: ``cloned`` with the takeovers also in the prior part of every batch beside the
   demonstrations (``--buffer.prior-info-key intervention``: HIL-SERL's interventions in its demonstration buffer).
@@ -58,8 +59,12 @@ CLONED = ("--buffer.clone-info-key", "intervention", "--bc-weight", "50", "--buf
 cloning weight of 50: at 4 the actor followed the critic away from what it cloned and lost the gain by 20 robot
 minutes (48, 20, 14% at 10, 20, 30 on unit a against 35, 61, 50% at 50; results/finetune, "A stronger cloning
 weight keeps the gain")."""
-KEPT = (*CLONED, "--actor-lr", "3e-5", "--freeze-encoder")
-"""``CLONED`` on the sim run's agent: a slower actor, the sim run's encoder kept (the setting of unit b's gain)."""
+KEPT = (*CLONED, "--freeze-encoder")
+"""``CLONED`` on the sim run's agent, the sim run's encoder kept; its actor learns at ``--cloned-actor-lr``."""
+CLONED_ACTOR_LR = 1e-5
+"""The actor's learning rate in the conditions on the sim run's agent (``SLOW_ACTOR``). 3e-5 until 2026-12-05: the
+joint-target lift policy on unit b peaked within a few robot minutes and fell (62, 43, 21% at 10, 20, 30 robot
+minutes over five seeds); at 1e-5 it fell less (results/finetune, "The joint-target policy on unit b")."""
 CONDITIONS: dict[str, tuple[str, ...]] = {
     "interventions": (),
     "keys_only": ("--scripted-operator.budget-steps", "0", "--scripted-operator.no-give-up"),
@@ -69,6 +74,8 @@ CONDITIONS: dict[str, tuple[str, ...]] = {
     "cloned_prior": (*KEPT, "--buffer.prior-info-key", "intervention"),
 }
 """Each condition's options to `vlmrl finetune`, beside the common ones (``finetune_argv``)."""
+SLOW_ACTOR = ("cloned", "cloned_prior")
+"""Conditions that fine-tune the sim run's actor at ``--cloned-actor-lr``."""
 WITH_DEMOS = ("cloned", "scratch_cloned", "cloned_prior")
 """Conditions whose prior data are the demonstrations recorded on the unit first (``record_demos``)."""
 DEMO_SEED = 1_000_000
@@ -95,6 +102,8 @@ class Plan:
     """Run nothing: summarise the evaluations that exist (``--collect-only``)."""
     demos: int = 25
     """Demonstrations on the unit for the conditions in ``WITH_DEMOS`` (``--demos``)."""
+    cloned_actor_lr: float = CLONED_ACTOR_LR
+    """The actor's learning rate in ``SLOW_ACTOR`` (``--cloned-actor-lr``)."""
 
     def stages(self) -> list[float]:
         """The robot minutes at which the fine-tuned policy is evaluated."""
@@ -163,6 +172,12 @@ def pick_unit(policy: Path, episodes: int, out_dir: Path, log: Path) -> tuple[st
     return min(name for name, s in success.items() if name != "nominal" and s == worst[0]), success
 
 
+def condition_argv(condition: str, actor_lr: float = CLONED_ACTOR_LR) -> list[str]:
+    """A condition's own `vlmrl finetune` options: ``CONDITIONS``, and ``actor_lr`` in ``SLOW_ACTOR``."""
+    slow = ["--actor-lr", f"{actor_lr:g}"] if condition in SLOW_ACTOR else []
+    return [*CONDITIONS[condition], *slow]
+
+
 def finetune_argv(
     run: Path,
     unit: str,
@@ -171,11 +186,12 @@ def finetune_argv(
     minutes: float,
     out_dir: Path,
     extra: tuple[str, ...] = (),
+    actor_lr: float = CLONED_ACTOR_LR,
 ) -> list[str]:
     """The `vlmrl finetune` arguments of one stage: up to ``minutes`` robot minutes in all, a new run or the
     resume of the one in ``out_dir``. Fine-tuning episodes start from seed ``100,000 x seed`` on."""
     resume = ["--resume"] if (out_dir / "checkpoint").exists() else []
-    return ["finetune", "--from", str(run), *resume, "--out-dir", str(out_dir), *CONDITIONS[condition],
+    return ["finetune", "--from", str(run), *resume, "--out-dir", str(out_dir), *condition_argv(condition, actor_lr),
             "--robot.unit", unit, "--operator", "scripted", "--episodes", str(MAX_EPISODES),
             "--robot-minutes", f"{minutes:g}", "--seed", str(100_000 * seed), "--torch-threads", "1", *FAST, *extra]  # fmt: skip
 
@@ -231,7 +247,9 @@ def run_condition(
             break
         spent = read_episodes(ft_dir)
         if not spent or float(spent[-1]["robot_minutes"]) < minutes:  # type: ignore[arg-type]
-            vlmrl(finetune_argv(run, unit, condition, seed, minutes, ft_dir, extra), log)
+            vlmrl(
+                finetune_argv(run, unit, condition, seed, minutes, ft_dir, extra, plan.cloned_actor_lr), log
+            )
         snapshot = out_dir / f"policy-{minutes:g}min.pt"
         if not snapshot.is_file():
             snapshot.write_bytes((ft_dir / "policy.pt").read_bytes())
@@ -544,6 +562,8 @@ def main(argv: list[str] | None = None) -> int:
                         "--finetune-arg=--scripted-operator.stall-steps=10")  # fmt: skip
     parser.add_argument("--demos", type=int, default=25,
                         help="demonstrations on the unit for the cloned and scratch_cloned conditions")  # fmt: skip
+    parser.add_argument("--cloned-actor-lr", type=float, default=CLONED_ACTOR_LR,
+                        help=f"actor learning rate of {' and '.join(SLOW_ACTOR)} (default %(default)g)")  # fmt: skip
     parser.add_argument("--collect-only", action="store_true",
                         help="run nothing: summarise the evaluations that exist (a run in progress)")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write the figures here")
@@ -563,9 +583,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--policy-run gives one policy: name its task alone with --tasks")
     if not args.eval_every > 0 or round(args.robot_minutes / args.eval_every) < 1:
         parser.error("--eval-every must be positive and at most --robot-minutes")
+    if not 0 < args.cloned_actor_lr < float("inf"):
+        parser.error(f"--cloned-actor-lr must be a positive number, got {args.cloned_actor_lr}")
     plan = Plan(
         args.robot_minutes, args.eval_every, args.eval_episodes, tuple(args.finetune_args), args.collect_only,
-        args.demos,
+        args.demos, args.cloned_actor_lr,
     )  # fmt: skip
     origin = provenance()
     report: dict[str, object] = {
@@ -574,7 +596,7 @@ def main(argv: list[str] | None = None) -> int:
             "stages": plan.stages(),
             "conditions": args.conditions,
             "seeds": args.seeds,
-            "conditions_argv": {c: list(CONDITIONS[c]) for c in args.conditions},
+            "conditions_argv": {c: condition_argv(c, args.cloned_actor_lr) for c in args.conditions},
         },
         "reasons": {},
     }

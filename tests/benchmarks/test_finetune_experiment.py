@@ -97,7 +97,7 @@ def test_the_smallest_experiment_runs_every_condition_through_finetune_and_write
         "--robot-minutes", "0.01", "--eval-every", "0.01", "--eval-episodes", "2", "--jobs", "3",
         "--runs-dir", str(tmp_path / "exp"), "--json", str(out),
         "--finetune-arg=--scripted-operator.stall-steps=2", "--finetune-arg=--scripted-operator.stall-m=0.5",
-        "--finetune-arg=--batch-size=4", "--demos", "2",
+        "--finetune-arg=--batch-size=4", "--demos", "2", "--cloned-actor-lr", "2e-5",
     ]  # fmt: skip
     assert finetune_experiment.main(argv) == 0
     report = json.loads(out.read_text())
@@ -144,6 +144,10 @@ def test_the_smallest_experiment_runs_every_condition_through_finetune_and_write
         )
         assert (config["buffer"]["clone_info_key"] == "intervention") is cloned
         assert config["freeze_encoder"] is (condition in ("cloned", "cloned_prior"))
+        assert config["actor_lr"] == (2e-5 if condition in ("cloned", "cloned_prior") else None)
+        assert ("--actor-lr" in report["plan"]["conditions_argv"][condition]) is (
+            config["actor_lr"] is not None
+        )
         assert (config["buffer"]["prior_info_key"] == "intervention") is (condition == "cloned_prior")
         assert config["robot"]["unit"] == "b" and config["operator"] == "scripted"
         periods = runs[condition]["episodes"]
@@ -210,3 +214,10 @@ def test_a_kept_best_policy_is_deployed_on_the_unit_and_summarised_against_the_f
     assert summary["paired_p_vs_final"] < 0.01
     top = finetune_experiment.headline("lift", figures, {"unit_success": 0.0, "nominal_success": 0.9}, plan)
     assert top["lift_best_policy"] == summary["success"] and "lift_best_policy" not in top["reasons"]
+
+
+@pytest.mark.parametrize("rate", ["0", "-1e-5", "nan", "inf"])
+def test_a_cloned_actor_rate_that_is_not_a_positive_number_is_refused_in_one_line(rate, capsys) -> None:
+    with pytest.raises(SystemExit):
+        finetune_experiment.main([f"--cloned-actor-lr={rate}"])
+    assert f"--cloned-actor-lr must be a positive number, got {float(rate)}" in capsys.readouterr().err
