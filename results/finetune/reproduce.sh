@@ -147,7 +147,7 @@ python_script benchmarks/deployable_tasks.py --tasks lift --seeds 0 --runs-dir "
 python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/bc50-policies/lift-s0" --unit a \
   --seeds 0 1 2 3 4 --conditions cloned --cloned-actor-lr 3e-5 --robot-minutes 30 --eval-every 10 --eval-episodes 20 \
   --finetune-arg=--bc-weight=50 --runs-dir "$OUT/bc50" --json "$OUT/bc50_unit_a.json"
-# At the cloning weight of 50, scratch_cloned beside the cloned runs above (results/bench/finetune.json; at a220448):
+# At the cloning weight of 50, scratch_cloned beside the cloned runs above (bc50_scratch_unit_a.json; at a220448):
 python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/bc50-policies/lift-s0" --unit a \
   --seeds 0 1 2 3 4 --conditions cloned scratch_cloned --cloned-actor-lr 3e-5 --robot-minutes 30 --eval-every 10 --eval-episodes 20 \
   --finetune-arg=--bc-weight=50 --runs-dir "$OUT/bc50" --json "$OUT/finetune.json"
@@ -197,7 +197,8 @@ python_script benchmarks/finetune_experiment.py "${tgt[@]}" "${lr3[@]}" --seeds 
 python_script benchmarks/finetune_experiment.py "${tgt[@]}" "${lr3[@]}" --seeds 0 1 --conditions cloned --jobs 1 \
   --finetune-arg=--scripted-operator.budget-steps=0 --finetune-arg=--scripted-operator.no-give-up \
   --runs-dir "$OUT/ft-tgt-notake" --json "$OUT/targets_no_takeovers_pilot_unit_b.json"
-# --cloned-actor-lr 1e-5 (the default since): seeds 0-4, with the scratch_cloned runs of ft-tgt-b
-# (scratch takes no --actor-lr) they make results/bench/finetune.json (collected from one folder, --collect-only).
+# --cloned-actor-lr 1e-5 (the default since): seeds 0-4 (targets_lr1e5_unit_b.json, also results/bench/finetune.json,
+# collected with --collect-only from one folder holding these cloned runs and ft-tgt-b's scratch_cloned runs, which
+# the rate does not reach).
 python_script benchmarks/finetune_experiment.py "${tgt[@]}" --seeds 0 1 2 3 4 --conditions cloned --jobs 2 \
   --runs-dir "$OUT/ft-tgt-lr1e5" --json "$OUT/targets_lr1e5_unit_b.json"
