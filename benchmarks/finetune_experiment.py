@@ -64,7 +64,7 @@ KEPT = (*CLONED, "--freeze-encoder")
 CLONED_ACTOR_LR = 1e-5
 """The actor's learning rate in the conditions on the sim run's agent (``SLOW_ACTOR``). 3e-5 until 2026-12-05: the
 joint-target lift policy on unit b peaked within a few robot minutes and fell (62, 43, 21% at 10, 20, 30 robot
-minutes over five seeds); at 1e-5 it fell less (results/finetune, "The joint-target policy on unit b")."""
+minutes over five seeds); at 1e-5 it reached 84, 71, 53% (results/finetune, "A slower actor holds it")."""
 CONDITIONS: dict[str, tuple[str, ...]] = {
     "interventions": (),
     "keys_only": ("--scripted-operator.budget-steps", "0", "--scripted-operator.no-give-up"),
