@@ -202,10 +202,10 @@ python_script benchmarks/finetune_experiment.py "${tgt[@]}" "${lr3[@]}" --seeds 
 # the rate does not reach).
 python_script benchmarks/finetune_experiment.py "${tgt[@]}" --seeds 0 1 2 3 4 --conditions cloned --jobs 2 \
   --runs-dir "$OUT/ft-tgt-lr1e5" --json "$OUT/targets_lr1e5_unit_b.json"
-# Reach on unit e (reach_units.json, reach_unit_e_pilot.json; policy at c825a9d, fine-tuning at 4083b5d):
+# Reach on unit e (reach_units.json, reach_unit_e_pilot.json; policy at c825a9d, fine-tuning at 4083b5d and 3ac4f02):
 python_script benchmarks/deployable_tasks.py --tasks reach --seeds 0 --runs-dir "$OUT/reach-pol" --json "$OUT/reach-pol.json"
 vlmrl evaluate --policy "$OUT/reach-pol/reach-s0/policy.pt" --robot.unit all --episodes 20 --views 0 \
   --out-dir "$OUT/reach-pol/units-s0"
 python_script benchmarks/finetune_experiment.py --tasks reach --policy-run "$OUT/reach-pol/reach-s0" --unit e \
-  --seeds 0 1 2 --conditions cloned scratch_cloned --robot-minutes 10 --eval-every 5 --eval-episodes 20 --jobs 2 \
+  --seeds 0 1 2 3 4 --conditions cloned scratch_cloned --robot-minutes 10 --eval-every 5 --eval-episodes 20 --jobs 2 \
   --runs-dir "$OUT/ft-reach-e" --json "$OUT/reach_unit_e_pilot.json"
