@@ -490,6 +490,14 @@ class SAC:
                 raise AgentError(f"bc_weight {bc_weight:g}: expected 0 or more")
             self.cfg = dataclasses.replace(self.cfg, bc_weight=float(bc_weight))
 
+    def constant_rates(self) -> None:
+        """From now on update at ``cfg.actor_lr`` and ``cfg.critic_lr`` as they are, ending a decay of
+        ``lr_final_fraction`` that a loaded run had (`vlmrl finetune`: the rates on the robot are the ones it
+        states, not a sim run's decayed ones)."""
+        self.cfg = dataclasses.replace(self.cfg, lr_final_fraction=1.0, lr_decay_updates=0)
+        self.optimizer.param_groups[0]["lr"] = self.cfg.actor_lr  # groups as in _decay_learning_rates
+        self.optimizer.param_groups[1]["lr"] = self.cfg.critic_lr
+
     def state_dict(self) -> dict[str, Any]:
         """A snapshot (deep copy) of everything needed to continue training exactly.
 

@@ -88,3 +88,17 @@ def test_train_spreads_a_decay_without_a_length_over_the_runs_updates() -> None:
     given = dataclasses.replace(decay, agent=dataclasses.replace(decay.agent, lr_decay_updates=700))
     assert run_agent_config(given).lr_decay_updates == 700
     assert run_agent_config(base).lr_decay_updates == 0  # no decay asked: nothing filled in
+
+
+def test_constant_rates_end_a_decay_at_the_configured_rates() -> None:
+    """`vlmrl finetune` calls it: the rates on the robot are the ones it states, not a sim run's decayed ones."""
+    rng = np.random.default_rng(3)
+    sac = SAC(DECAY, SPEC, BOX)
+    for _ in range(5):
+        sac.update(batch(rng))
+    assert sac.optimizer.param_groups[0]["lr"] == pytest.approx(1e-4)  # decayed to a tenth
+    sac.constant_rates()
+    for _ in range(2):
+        metrics = sac.update(batch(rng))
+    assert "lr_scale" not in metrics
+    assert [g["lr"] for g in sac.optimizer.param_groups[:2]] == [1e-3, 2e-3]

@@ -886,3 +886,38 @@ def test_best_policy_is_kept_where_the_policys_own_successes_peak(tmp_path, monk
     assert load_policy(tmp_path / "ft2" / "best_policy.pt").run["task"] == "reach"
     with pytest.raises(ConfigError, match=r"--best-window -1: expected a number of episodes"):
         finetune.main(dataclasses.replace(ft, out_dir=tmp_path / "ft3", best_window=-1))
+
+
+def test_the_actors_rate_falls_over_robot_minutes_to_its_final_fraction_and_stays(tmp_path):
+    """``--actor-lr-final-fraction``: each episode's updates run at the rate the robot minutes before it give."""
+    run, _ = sim_run(tmp_path)
+    minutes = 12 / 200 / 60  # two episodes of 6 steps at 200 Hz
+    ft = config(tmp_path, run, episodes=4, actor_lr=1e-4, actor_lr_final_fraction=0.1,
+                actor_lr_decay_minutes=minutes, wait_for_scores_s=0.0)  # fmt: skip
+    assert finetune.main(ft) == 0
+    rows = [json.loads(line) for line in (tmp_path / "ft" / "metrics.jsonl").read_text().splitlines()]
+    before = [0.0] + [row["robot_minutes"] for row in rows[:-1]]
+    expected = [1e-4 * (1 - 0.9 * min(spent / minutes, 1.0)) for spent in before]
+    np.testing.assert_allclose([row["actor_lr"] for row in rows], expected, rtol=1e-6)
+    assert rows[0]["actor_lr"] == pytest.approx(1e-4) and rows[-1]["actor_lr"] == pytest.approx(1e-5)
+    state = torch.load(tmp_path / "ft" / "checkpoint" / "state.pt", weights_only=False)
+    groups = state["agent"]["optimizer"]["param_groups"]
+    assert groups[0]["lr"] == pytest.approx(1e-5) and groups[1]["lr"] == pytest.approx(
+        3e-4
+    )  # critics keep theirs
+    resumed = dataclasses.replace(ft, resume=True, episodes=1)  # a resume goes on from the minutes spent
+    assert finetune.main(resumed) == 0
+    last = json.loads((tmp_path / "ft" / "metrics.jsonl").read_text().splitlines()[-1])
+    assert last["actor_lr"] == pytest.approx(1e-5)
+
+
+@pytest.mark.parametrize(
+    "fraction, minutes, message",
+    [(0.0, 5.0, r"--actor-lr-final-fraction 0: expected a fraction"),
+     (0.1, 0.0, r"--actor-lr-decay-minutes 0: expected a positive number of robot minutes")],
+)  # fmt: skip
+def test_a_bad_actor_rate_schedule_is_a_one_line_error(tmp_path, fraction, minutes, message):
+    run, _ = sim_run(tmp_path)
+    with pytest.raises(ConfigError, match=message):
+        finetune.main(config(tmp_path, run, actor_lr_final_fraction=fraction, actor_lr_decay_minutes=minutes))
+    assert not (tmp_path / "ft").exists()

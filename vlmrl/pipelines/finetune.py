@@ -149,6 +149,15 @@ class Config(RobotEnvConfig):
     actor_lr: float | None = None
     """The actor's learning rate on the robot (None: the sim run's); below the critics' it moves a working
     policy in smaller steps while the critics re-fit to the robot's reward."""
+    actor_lr_final_fraction: float = 1.0
+    """The actor's rate falls linearly from ``--actor-lr`` to this fraction of it over
+    ``--actor-lr-decay-minutes`` robot minutes (set before each episode's updates) and stays there: with the
+    sim run's encoder kept (``--freeze-encoder``) the policy then settles where the first minutes took it, where
+    at a constant rate the later updates lose what those won (results/finetune). 1: a constant rate. The
+    critics keep theirs, the sim run's ``critic_lr`` (a decay the sim run had is not continued on the robot)."""
+    actor_lr_decay_minutes: float = 0.0
+    """Robot minutes over which the actor's rate reaches ``--actor-lr-final-fraction`` (counted from the first
+    robot episode, a ``--resume``'s earlier minutes included)."""
     bc_weight: float | None = None
     """Weight of the actor's behaviour-cloning term on the rows it clones (``--prior-data``'s,
     ``--buffer.clone-info-key``'s, ``--buffer.clone-all``; None: the sim run's ``agent.bc_weight``)."""
@@ -251,6 +260,15 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
     torch.set_num_threads(cfg.torch_threads)
     state = load_sim_run(cfg.from_run)
     train = state["config"]
+    if not 0.0 < cfg.actor_lr_final_fraction <= 1.0:
+        raise ConfigError(
+            f"--actor-lr-final-fraction {cfg.actor_lr_final_fraction:g}: expected a fraction in (0, 1]"
+        )
+    if cfg.actor_lr_final_fraction < 1.0 and not 0.0 < cfg.actor_lr_decay_minutes < float("inf"):
+        raise ConfigError(
+            f"--actor-lr-decay-minutes {cfg.actor_lr_decay_minutes:g}: expected a positive number of robot minutes "
+            f"for --actor-lr-final-fraction {cfg.actor_lr_final_fraction:g}"
+        )
     if cfg.critic_warmup_updates < 0:
         raise ConfigError(f"--critic-warmup-updates {cfg.critic_warmup_updates}: expected 0 or more")
     if not 0.0 <= cfg.prior_share <= 1.0:
@@ -270,6 +288,8 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         start=lambda agent: start_from_sim_run(agent, cfg, train, state),
     )  # fmt: skip
     agent.encoder_frozen = cfg.freeze_encoder  # the flag of this invocation, a resumed run's too
+    agent.constant_rates()  # the robot's rates are this run's: the sim run's decay, if any, ends here
+    base_actor_lr = cfg.actor_lr if cfg.actor_lr is not None else train.agent.actor_lr
     try:  # so are these: the checkpoint's optimiser brings the learning rates it ran with
         agent.retune(actor_lr=cfg.actor_lr, bc_weight=cfg.bc_weight)
     except AgentError as exc:
@@ -341,12 +361,20 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         episodes = source_for(buffer)
         stop_at = loop.episode + cfg.episodes
 
+        def schedule_actor_rate() -> None:  # for the next episode's updates, from the robot minutes spent
+            if cfg.actor_lr_final_fraction < 1.0:
+                agent.retune(actor_lr=actor_rate(cfg, base_actor_lr, loop.step / control_hz / 60.0))
+
+        schedule_actor_rate()
+
         def done() -> bool:
             spent = loop.step / control_hz / 60.0
             return loop.episode >= stop_at or (cfg.robot_minutes is not None and spent >= cfg.robot_minutes)
 
         def after_episode(stats: dict[str, Any]) -> None:
             stats = episode_record(stats, loop, buffer, control_hz)
+            stats["actor_lr"] = agent.cfg.actor_lr  # the rate this episode's updates used
+            schedule_actor_rate()
             log_episode(cfg.out_dir, stats)
             rate = better_policy(cfg.out_dir, cfg.best_window) if cfg.best_window else None
             if rate is not None:  # the policy's own successes, from the keys: the best so far
@@ -371,6 +399,15 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         f"{cfg.out_dir / 'policy.pt'}, {cfg.out_dir / 'report.md'}"
     )
     return last
+
+
+def actor_rate(cfg: Config, base: float, minutes: float) -> float:
+    """The actor's learning rate after ``minutes`` robot minutes: ``base`` falling linearly to
+    ``--actor-lr-final-fraction`` of it over ``--actor-lr-decay-minutes``, then staying there."""
+    if cfg.actor_lr_final_fraction >= 1.0:
+        return base
+    done = min(minutes / cfg.actor_lr_decay_minutes, 1.0)
+    return base * (1.0 - (1.0 - cfg.actor_lr_final_fraction) * done)
 
 
 def add_prior(
