@@ -19,7 +19,9 @@ policy it has so far on the unit (``--eval-episodes`` episodes, the same held-ou
   unit b, results/finetune);
 - ``scratch_cloned``: the same data and cloning from a fresh agent (its encoder learning, its own actor rate);
 - ``cloned_prior``: ``cloned`` with the takeovers also in the prior part of every batch beside the
-  demonstrations (``--buffer.prior-info-key intervention``: HIL-SERL's interventions in its demonstration buffer).
+  demonstrations (``--buffer.prior-info-key intervention``: HIL-SERL's interventions in its demonstration buffer);
+- ``cloned_keys_only``: ``cloned`` without the takeovers (the keys only, as ``keys_only``): the same
+  demonstrations, robot minutes and actor, to show what the interventions add.
 
 Every run is a real `vlmrl` process; at most ``--jobs`` (default 2) run at once, one torch thread each. A
 rerun collects what is finished and resumes the rest (finetune from its checkpoint, evaluations that are
@@ -65,18 +67,28 @@ CLONED_ACTOR_LR = 1e-5
 """The actor's learning rate in the conditions on the sim run's agent (``SLOW_ACTOR``). 3e-5 until 2026-12-05: the
 joint-target lift policy on unit b peaked within a few robot minutes and fell (62, 43, 21% at 10, 20, 30 robot
 minutes over five seeds); at 1e-5 it reached 84, 71, 53% (results/finetune, "A slower actor holds it")."""
+KEYS_ONLY = ("--scripted-operator.budget-steps", "0", "--scripted-operator.no-give-up")
+"""The operator's keys without its takeovers; an episode runs out rather than ending with the failure key at the
+first stall."""
+CLONED_LR_FINAL_FRACTION = 0.1
+CLONED_LR_DECAY_MINUTES = 15.0
+"""In ``SLOW_ACTOR`` the actor's rate falls linearly to ``CLONED_LR_FINAL_FRACTION`` of ``--cloned-actor-lr`` over
+the first ``CLONED_LR_DECAY_MINUTES`` robot minutes and stays there (`vlmrl finetune --actor-lr-final-fraction`);
+at a constant 1e-5 the gain of the first minutes fell after them (84, 71, 53%; results/finetune, "An annealed
+actor keeps it")."""
 CONDITIONS: dict[str, tuple[str, ...]] = {
     "interventions": (),
-    "keys_only": ("--scripted-operator.budget-steps", "0", "--scripted-operator.no-give-up"),
+    "keys_only": KEYS_ONLY,
     "scratch": ("--fresh-agent",),
     "cloned": KEPT,
     "scratch_cloned": ("--fresh-agent", *CLONED),
     "cloned_prior": (*KEPT, "--buffer.prior-info-key", "intervention"),
+    "cloned_keys_only": (*KEPT, *KEYS_ONLY),
 }
 """Each condition's options to `vlmrl finetune`, beside the common ones (``finetune_argv``)."""
-SLOW_ACTOR = ("cloned", "cloned_prior")
+SLOW_ACTOR = ("cloned", "cloned_prior", "cloned_keys_only")
 """Conditions that fine-tune the sim run's actor at ``--cloned-actor-lr``."""
-WITH_DEMOS = ("cloned", "scratch_cloned", "cloned_prior")
+WITH_DEMOS = ("cloned", "scratch_cloned", "cloned_prior", "cloned_keys_only")
 """Conditions whose prior data are the demonstrations recorded on the unit first (``record_demos``)."""
 DEMO_SEED = 1_000_000
 """Start state of the first demonstration (policy seed s: from ``DEMO_SEED + 100,000 x s``)."""
@@ -104,6 +116,20 @@ class Plan:
     """Demonstrations on the unit for the conditions in ``WITH_DEMOS`` (``--demos``)."""
     cloned_actor_lr: float = CLONED_ACTOR_LR
     """The actor's learning rate in ``SLOW_ACTOR`` (``--cloned-actor-lr``)."""
+    cloned_lr_final_fraction: float = CLONED_LR_FINAL_FRACTION
+    """The fraction of it the rate falls to in ``SLOW_ACTOR`` (``--cloned-lr-final-fraction``; 1: constant)."""
+    cloned_lr_decay_minutes: float = CLONED_LR_DECAY_MINUTES
+    """Robot minutes over which it falls (``--cloned-lr-decay-minutes``)."""
+
+    def slow_actor_argv(self) -> list[str]:
+        """`vlmrl finetune`'s options for the actor of the conditions in ``SLOW_ACTOR``."""
+        anneal = ["--actor-lr-final-fraction", f"{self.cloned_lr_final_fraction:g}",
+                  "--actor-lr-decay-minutes", f"{self.cloned_lr_decay_minutes:g}"]  # fmt: skip
+        return [
+            "--actor-lr",
+            f"{self.cloned_actor_lr:g}",
+            *(anneal if self.cloned_lr_final_fraction < 1 else []),
+        ]
 
     def stages(self) -> list[float]:
         """The robot minutes at which the fine-tuned policy is evaluated."""
@@ -172,9 +198,9 @@ def pick_unit(policy: Path, episodes: int, out_dir: Path, log: Path) -> tuple[st
     return min(name for name, s in success.items() if name != "nominal" and s == worst[0]), success
 
 
-def condition_argv(condition: str, actor_lr: float = CLONED_ACTOR_LR) -> list[str]:
-    """A condition's own `vlmrl finetune` options: ``CONDITIONS``, and ``actor_lr`` in ``SLOW_ACTOR``."""
-    slow = ["--actor-lr", f"{actor_lr:g}"] if condition in SLOW_ACTOR else []
+def condition_argv(condition: str, plan: Plan) -> list[str]:
+    """A condition's own `vlmrl finetune` options: ``CONDITIONS``, and the plan's actor in ``SLOW_ACTOR``."""
+    slow = plan.slow_actor_argv() if condition in SLOW_ACTOR else []
     return [*CONDITIONS[condition], *slow]
 
 
@@ -185,13 +211,13 @@ def finetune_argv(
     seed: int,
     minutes: float,
     out_dir: Path,
+    plan: Plan,
     extra: tuple[str, ...] = (),
-    actor_lr: float = CLONED_ACTOR_LR,
 ) -> list[str]:
     """The `vlmrl finetune` arguments of one stage: up to ``minutes`` robot minutes in all, a new run or the
     resume of the one in ``out_dir``. Fine-tuning episodes start from seed ``100,000 x seed`` on."""
     resume = ["--resume"] if (out_dir / "checkpoint").exists() else []
-    return ["finetune", "--from", str(run), *resume, "--out-dir", str(out_dir), *condition_argv(condition, actor_lr),
+    return ["finetune", "--from", str(run), *resume, "--out-dir", str(out_dir), *condition_argv(condition, plan),
             "--robot.unit", unit, "--operator", "scripted", "--episodes", str(MAX_EPISODES),
             "--robot-minutes", f"{minutes:g}", "--seed", str(100_000 * seed), "--torch-threads", "1", *FAST, *extra]  # fmt: skip
 
@@ -247,9 +273,7 @@ def run_condition(
             break
         spent = read_episodes(ft_dir)
         if not spent or float(spent[-1]["robot_minutes"]) < minutes:  # type: ignore[arg-type]
-            vlmrl(
-                finetune_argv(run, unit, condition, seed, minutes, ft_dir, extra, plan.cloned_actor_lr), log
-            )
+            vlmrl(finetune_argv(run, unit, condition, seed, minutes, ft_dir, plan, extra), log)
         snapshot = out_dir / f"policy-{minutes:g}min.pt"
         if not snapshot.is_file():
             snapshot.write_bytes((ft_dir / "policy.pt").read_bytes())
@@ -564,6 +588,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="demonstrations on the unit for the cloned and scratch_cloned conditions")  # fmt: skip
     parser.add_argument("--cloned-actor-lr", type=float, default=CLONED_ACTOR_LR,
                         help=f"actor learning rate of {' and '.join(SLOW_ACTOR)} (default %(default)g)")  # fmt: skip
+    parser.add_argument("--cloned-lr-final-fraction", type=float, default=CLONED_LR_FINAL_FRACTION,
+                        help="the fraction of --cloned-actor-lr the rate falls to over --cloned-lr-decay-minutes "
+                        "(1: constant; default %(default)g)")  # fmt: skip
+    parser.add_argument("--cloned-lr-decay-minutes", type=float, default=CLONED_LR_DECAY_MINUTES,
+                        help="robot minutes over which it falls (default %(default)g)")  # fmt: skip
     parser.add_argument("--collect-only", action="store_true",
                         help="run nothing: summarise the evaluations that exist (a run in progress)")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write the figures here")
@@ -585,9 +614,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--eval-every must be positive and at most --robot-minutes")
     if not 0 < args.cloned_actor_lr < float("inf"):
         parser.error(f"--cloned-actor-lr must be a positive number, got {args.cloned_actor_lr}")
+    if not 0 < args.cloned_lr_final_fraction <= 1:
+        parser.error(f"--cloned-lr-final-fraction must be in (0, 1], got {args.cloned_lr_final_fraction}")
+    if not 0 < args.cloned_lr_decay_minutes < float("inf"):
+        parser.error(
+            f"--cloned-lr-decay-minutes must be a positive number, got {args.cloned_lr_decay_minutes}"
+        )
     plan = Plan(
         args.robot_minutes, args.eval_every, args.eval_episodes, tuple(args.finetune_args), args.collect_only,
-        args.demos, args.cloned_actor_lr,
+        args.demos, args.cloned_actor_lr, args.cloned_lr_final_fraction, args.cloned_lr_decay_minutes,
     )  # fmt: skip
     origin = provenance()
     report: dict[str, object] = {
@@ -596,7 +631,7 @@ def main(argv: list[str] | None = None) -> int:
             "stages": plan.stages(),
             "conditions": args.conditions,
             "seeds": args.seeds,
-            "conditions_argv": {c: condition_argv(c, args.cloned_actor_lr) for c in args.conditions},
+            "conditions_argv": {c: condition_argv(c, plan) for c in args.conditions},
         },
         "reasons": {},
     }

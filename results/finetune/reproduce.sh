@@ -119,10 +119,10 @@ python_script results/finetune/collect_nominal.py "$N" "$B" --json "$OUT/nominal
 # robot minutes, evaluations of 20 episodes every 10 (results/bench/finetune.json).
 train_run "$OUT" ee-lift-s0 --recipe deployable --sim.task lift --seed 0 --video-episodes 0 --no-progress --torch-threads 1
 python_script benchmarks/finetune_experiment.py --tasks lift --seeds 0 --policy-run "$OUT/ee-lift-s0" --unit auto \
-  --unit-episodes 20 --conditions interventions cloned --cloned-actor-lr 3e-5 --robot-minutes 10 --eval-every 5 --eval-episodes 20 --jobs 1 \
+  --unit-episodes 20 --conditions interventions cloned --cloned-actor-lr 3e-5 --cloned-lr-final-fraction 1 --robot-minutes 10 --eval-every 5 --eval-episodes 20 --jobs 1 \
   --runs-dir "$OUT/ee" --json "$OUT/ee_pilot.json"
 python_script benchmarks/finetune_experiment.py --tasks lift --seeds 0 1 2 3 4 --policy-run "$OUT/ee-lift-s0" --unit a \
-  --conditions cloned scratch_cloned --cloned-actor-lr 3e-5 --robot-minutes 30 --eval-every 10 --eval-episodes 20 --jobs 2 \
+  --conditions cloned scratch_cloned --cloned-actor-lr 3e-5 --cloned-lr-final-fraction 1 --robot-minutes 30 --eval-every 10 --eval-episodes 20 --jobs 2 \
   --runs-dir "$OUT/ee" --json "$OUT/finetune.json"
 # best_policy.pt against policy.pt (best_policy_unit_a.json): the study's cloned condition for 20 robot minutes in
 # one stage, both policies deployed on unit a over the held-out start states.
@@ -145,24 +145,24 @@ done
 python_script benchmarks/deployable_tasks.py --tasks lift --seeds 0 --runs-dir "$OUT/bc50-policies" \
   --json "$OUT/bc50-policies.json"
 python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/bc50-policies/lift-s0" --unit a \
-  --seeds 0 1 2 3 4 --conditions cloned --cloned-actor-lr 3e-5 --robot-minutes 30 --eval-every 10 --eval-episodes 20 \
+  --seeds 0 1 2 3 4 --conditions cloned --cloned-actor-lr 3e-5 --cloned-lr-final-fraction 1 --robot-minutes 30 --eval-every 10 --eval-episodes 20 \
   --finetune-arg=--bc-weight=50 --runs-dir "$OUT/bc50" --json "$OUT/bc50_unit_a.json"
 # At the cloning weight of 50, scratch_cloned beside the cloned runs above (bc50_scratch_unit_a.json; at a220448):
 python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/bc50-policies/lift-s0" --unit a \
-  --seeds 0 1 2 3 4 --conditions cloned scratch_cloned --cloned-actor-lr 3e-5 --robot-minutes 30 --eval-every 10 --eval-episodes 20 \
+  --seeds 0 1 2 3 4 --conditions cloned scratch_cloned --cloned-actor-lr 3e-5 --cloned-lr-final-fraction 1 --robot-minutes 30 --eval-every 10 --eval-episodes 20 \
   --finetune-arg=--bc-weight=50 --runs-dir "$OUT/bc50" --json "$OUT/finetune.json"
 # A pilot with the cloning weight at 200 (bc200_pilot_unit_a.json; at a220448), fine-tuning seeds 0-1:
 python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/bc50-policies/lift-s0" --unit a \
-  --seeds 0 1 --conditions cloned --cloned-actor-lr 3e-5 --robot-minutes 30 --eval-every 10 --eval-episodes 20 \
+  --seeds 0 1 --conditions cloned --cloned-actor-lr 3e-5 --cloned-lr-final-fraction 1 --robot-minutes 30 --eval-every 10 --eval-episodes 20 \
   --finetune-arg=--bc-weight=200 --runs-dir "$OUT/bc200" --json "$OUT/bc200_pilot_unit_a.json"
 # A pilot with a 6,000-update critic warm-up at the cloning weight of 50 (critic_warmup_pilot_unit_a.json; at a220448):
 python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/bc50-policies/lift-s0" --unit a \
-  --seeds 0 1 --conditions cloned --cloned-actor-lr 3e-5 --robot-minutes 30 --eval-every 10 --eval-episodes 20 --finetune-arg=--bc-weight=50 \
+  --seeds 0 1 --conditions cloned --cloned-actor-lr 3e-5 --cloned-lr-final-fraction 1 --robot-minutes 30 --eval-every 10 --eval-episodes 20 --finetune-arg=--bc-weight=50 \
   --finetune-arg=--critic-warmup-updates=6000 --runs-dir "$OUT/warm" --json "$OUT/critic_warmup_pilot_unit_a.json"
 # Session of 2026-12-05, 09:17 (at 9cac61b), README "Unit a takes the light": three pilots.
 # cloned_prior (cloned_prior_pilot_unit_a.json), fine-tuning seed 0, the bc-50 policy and demonstrations above:
 python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/bc50-policies/lift-s0" --unit a \
-  --seeds 0 --conditions cloned_prior --cloned-actor-lr 3e-5 --robot-minutes 30 --eval-every 10 --eval-episodes 20 --jobs 1 \
+  --seeds 0 --conditions cloned_prior --cloned-actor-lr 3e-5 --cloned-lr-final-fraction 1 --robot-minutes 30 --eval-every 10 --eval-episodes 20 --jobs 1 \
   --runs-dir "$OUT/bc50" --json "$OUT/cloned_prior_pilot_unit_a.json"
 # A lift policy trained under randomisation over the units' ranges (randomised_policy_pilot_lift.json):
 train_run "$OUT" dr-lift-s0 --recipe deployable --sim.task lift --seed 0 --video-episodes 0 --no-progress \
@@ -178,7 +178,7 @@ done
 train_run "$OUT" std-lift-s0 --recipe deployable --sim.task lift --seed 0 --video-episodes 0 --no-progress \
   --torch-threads 1 --agent.pixel.standardize
 python_script benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/std-lift-s0" --unit a --seeds 0 \
-  --conditions cloned scratch_cloned --cloned-actor-lr 3e-5 --robot-minutes 30 --eval-every 10 --eval-episodes 20 --jobs 2 \
+  --conditions cloned scratch_cloned --cloned-actor-lr 3e-5 --cloned-lr-final-fraction 1 --robot-minutes 30 --eval-every 10 --eval-episodes 20 --jobs 2 \
   --runs-dir "$OUT/std" --json "$OUT/std_policy_pilot_unit_a.json"
 # Session of 2026-12-05, 20:09 (at c825a9d), README "The joint-target policy on unit b": results/deployable section
 # 17's lift seed 0 (--sim.observe-targets, latency 0-2 periods) fine-tuned on unit b (targets_unit_b.json), then the
@@ -187,7 +187,7 @@ python_script benchmarks/deployable_tasks.py --tasks lift --seeds 0 \
   --train-args '--sim.observe-targets --sim.randomize.max-latency-steps 2' --runs-dir "$OUT/tgt-policies" \
   --json "$OUT/tgt-policies.json"
 tgt=(--tasks lift --policy-run "$OUT/tgt-policies/lift-s0" --unit b --robot-minutes 30 --eval-every 10 --eval-episodes 20)
-lr3=(--cloned-actor-lr 3e-5)  # the cloned condition's actor rate until the last run below
+lr3=(--cloned-actor-lr 3e-5 --cloned-lr-final-fraction 1)  # the cloned condition's actor rate until the last run below
 python_script benchmarks/finetune_experiment.py "${tgt[@]}" "${lr3[@]}" --seeds 0 1 2 3 4 --conditions cloned scratch_cloned \
   --jobs 2 --runs-dir "$OUT/ft-tgt-b" --json "$OUT/targets_unit_b.json"
 python_script benchmarks/finetune_experiment.py "${tgt[@]}" "${lr3[@]}" --seeds 0 1 --conditions cloned --jobs 1 \
@@ -197,15 +197,15 @@ python_script benchmarks/finetune_experiment.py "${tgt[@]}" "${lr3[@]}" --seeds 
 python_script benchmarks/finetune_experiment.py "${tgt[@]}" "${lr3[@]}" --seeds 0 1 --conditions cloned --jobs 1 \
   --finetune-arg=--scripted-operator.budget-steps=0 --finetune-arg=--scripted-operator.no-give-up \
   --runs-dir "$OUT/ft-tgt-notake" --json "$OUT/targets_no_takeovers_pilot_unit_b.json"
-# --cloned-actor-lr 1e-5 (the default since): seeds 0-4 (targets_lr1e5_unit_b.json, also results/bench/finetune.json,
+# --cloned-actor-lr 1e-5 (the default since; a constant rate until the annealed runs below): seeds 0-4 (targets_lr1e5_unit_b.json, also results/bench/finetune.json,
 # collected with --collect-only from one folder holding these cloned runs and ft-tgt-b's scratch_cloned runs, which
 # the rate does not reach).
-python_script benchmarks/finetune_experiment.py "${tgt[@]}" --seeds 0 1 2 3 4 --conditions cloned --jobs 2 \
+python_script benchmarks/finetune_experiment.py "${tgt[@]}" --cloned-lr-final-fraction 1 --seeds 0 1 2 3 4 --conditions cloned --jobs 2 \
   --runs-dir "$OUT/ft-tgt-lr1e5" --json "$OUT/targets_lr1e5_unit_b.json"
 # Reach on unit e (reach_units.json, reach_unit_e_pilot.json; policy at c825a9d, fine-tuning at 4083b5d and 3ac4f02):
 python_script benchmarks/deployable_tasks.py --tasks reach --seeds 0 --runs-dir "$OUT/reach-pol" --json "$OUT/reach-pol.json"
 vlmrl evaluate --policy "$OUT/reach-pol/reach-s0/policy.pt" --robot.unit all --episodes 20 --views 0 \
   --out-dir "$OUT/reach-pol/units-s0"
 python_script benchmarks/finetune_experiment.py --tasks reach --policy-run "$OUT/reach-pol/reach-s0" --unit e \
-  --seeds 0 1 2 3 4 --conditions cloned scratch_cloned --robot-minutes 10 --eval-every 5 --eval-episodes 20 --jobs 2 \
+  --seeds 0 1 2 3 4 --conditions cloned scratch_cloned --cloned-lr-final-fraction 1 --robot-minutes 10 --eval-every 5 --eval-episodes 20 --jobs 2 \
   --runs-dir "$OUT/ft-reach-e" --json "$OUT/reach_unit_e_pilot.json"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import finetune_experiment
@@ -117,7 +118,7 @@ def test_the_smallest_experiment_runs_every_condition_through_finetune_and_write
     assert set(reach["curves"]) == set(finetune_experiment.CONDITIONS)
     for curve in reach["curves"].values():
         assert set(curve["success"]) == {"0.01"} and curve["success"]["0.01"]["seeds"] == 1
-    assert len(reach["p_values"]) == 15 and "cloned_vs_scratch_cloned" in reach["p_values"]
+    assert len(reach["p_values"]) == 21 and "cloned_vs_scratch_cloned" in reach["p_values"]
     runs = {r["condition"]: r for r in reach["runs"]}
     assert all(r["commit"] and r["cpu"] for r in runs.values())
     ran = json.loads((tmp_path / "exp" / "reach" / "cloned-s0" / "provenance.json").read_text())
@@ -133,6 +134,7 @@ def test_the_smallest_experiment_runs_every_condition_through_finetune_and_write
         "cloned": (False, 80),
         "scratch_cloned": (True, 80),
         "cloned_prior": (False, 80),
+        "cloned_keys_only": (False, 0),
     }.items():
         config = json.loads(
             (tmp_path / "exp" / "reach" / f"{condition}-s0" / "finetune" / "config.json").read_text()
@@ -143,8 +145,12 @@ def test_the_smallest_experiment_runs_every_condition_through_finetune_and_write
             (config["prior_data"] == str(demos / "buffer.zarr")) if cloned else config["prior_data"] is None
         )
         assert (config["buffer"]["clone_info_key"] == "intervention") is cloned
-        assert config["freeze_encoder"] is (condition in ("cloned", "cloned_prior"))
-        assert config["actor_lr"] == (2e-5 if condition in ("cloned", "cloned_prior") else None)
+        assert config["freeze_encoder"] is (condition in finetune_experiment.SLOW_ACTOR)
+        assert config["actor_lr"] == (2e-5 if condition in finetune_experiment.SLOW_ACTOR else None)
+        slow = condition in finetune_experiment.SLOW_ACTOR  # its rate falls to a tenth over 15 robot minutes
+        assert (config["actor_lr_final_fraction"], config["actor_lr_decay_minutes"]) == (
+            (0.1, 15.0) if slow else (1.0, 0.0)
+        )
         assert ("--actor-lr" in report["plan"]["conditions_argv"][condition]) is (
             config["actor_lr"] is not None
         )
@@ -155,7 +161,7 @@ def test_the_smallest_experiment_runs_every_condition_through_finetune_and_write
             sum(p["episodes"] for p in periods.values()) >= 2
         )  # 6-step episodes (3 once keys only gives up), 12 steps
         takeovers = [p["interventions_per_episode"] for p in periods.values()]
-        assert (max(takeovers) == 0) if condition == "keys_only" else (min(takeovers) > 0)
+        assert (max(takeovers) == 0) if condition.endswith("keys_only") else (min(takeovers) > 0)
         assert runs[condition]["curve"]["0.01"]["robot_minutes_spent"] >= 0.01
     assert all(r["best_policy"] is None for r in runs.values())  # 2-3 episodes: fewer than --best-window
     assert report["reach_best_policy"] is None and "best_policy.pt" in report["reasons"]["reach_best_policy"]
@@ -221,3 +227,13 @@ def test_a_cloned_actor_rate_that_is_not_a_positive_number_is_refused_in_one_lin
     with pytest.raises(SystemExit):
         finetune_experiment.main([f"--cloned-actor-lr={rate}"])
     assert f"--cloned-actor-lr must be a positive number, got {float(rate)}" in capsys.readouterr().err
+
+
+def test_the_slow_actor_conditions_anneal_the_rate_unless_the_plan_keeps_it_constant() -> None:
+    plan = finetune_experiment.Plan(robot_minutes=30, eval_every=10, eval_episodes=20)
+    assert finetune_experiment.condition_argv("cloned", plan)[-6:] == [
+        "--actor-lr", "1e-05", "--actor-lr-final-fraction", "0.1", "--actor-lr-decay-minutes", "15",
+    ]  # fmt: skip
+    constant = dataclasses.replace(plan, cloned_actor_lr=3e-5, cloned_lr_final_fraction=1.0)
+    assert finetune_experiment.condition_argv("cloned_keys_only", constant)[-2:] == ["--actor-lr", "3e-05"]
+    assert "--actor-lr" not in finetune_experiment.condition_argv("scratch_cloned", plan)
