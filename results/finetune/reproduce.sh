@@ -209,3 +209,13 @@ vlmrl evaluate --policy "$OUT/reach-pol/reach-s0/policy.pt" --robot.unit all --e
 python_script benchmarks/finetune_experiment.py --tasks reach --policy-run "$OUT/reach-pol/reach-s0" --unit e \
   --seeds 0 1 2 3 4 --conditions cloned scratch_cloned --cloned-lr-final-fraction 1 --robot-minutes 10 --eval-every 5 --eval-episodes 20 --jobs 2 \
   --runs-dir "$OUT/ft-reach-e" --json "$OUT/reach_unit_e_pilot.json"
+# The actor's rate annealed (annealed_unit_b.json; at 02995fc, before it was the cloned condition's default):
+# seeds 0 and 2 as pilots, then 1, 3, 4, the demonstrations of ft-tgt-lr1e5 copied into the folder first.
+mkdir -p "$OUT/ft-anneal/lift"
+for s in 0 1 2 3 4; do
+  [ -d "$OUT/ft-anneal/lift/demos-s$s" ] || [ ! -d "$OUT/ft-tgt-lr1e5/lift/demos-s$s" ] || \
+    cp -a "$OUT/ft-tgt-lr1e5/lift/demos-s$s" "$OUT/ft-anneal/lift/"
+done
+python_script benchmarks/finetune_experiment.py "${tgt[@]}" --cloned-lr-final-fraction 1 --seeds 0 2 1 3 4 --conditions cloned \
+  --finetune-arg=--actor-lr-final-fraction=0.1 --finetune-arg=--actor-lr-decay-minutes=15 --jobs 2 \
+  --runs-dir "$OUT/ft-anneal" --json "$OUT/annealed_unit_b.json"
