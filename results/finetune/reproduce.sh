@@ -219,3 +219,6 @@ done
 python_script benchmarks/finetune_experiment.py "${tgt[@]}" --cloned-lr-final-fraction 1 --seeds 0 2 1 3 4 --conditions cloned \
   --finetune-arg=--actor-lr-final-fraction=0.1 --finetune-arg=--actor-lr-decay-minutes=15 --jobs 2 \
   --runs-dir "$OUT/ft-anneal" --json "$OUT/annealed_unit_b.json"
+# Keys only (keys_only_unit_b.json; at fdf50fc, the annealed actor the cloned conditions' default): the same folder.
+python_script benchmarks/finetune_experiment.py "${tgt[@]}" --seeds 0 1 2 3 4 --conditions cloned_keys_only --jobs 2 \
+  --runs-dir "$OUT/ft-anneal" --json "$OUT/keys_only_unit_b.json"
