@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -97,6 +98,10 @@ EVAL_SEED = 2_000_000
 before figure is `vlmrl evaluate --robot.unit`'s; fine-tuning episodes start from seeds far below it."""
 FAST = ("--env.control-hz", "1000", "--twin-control-hz", "20")
 """The twin steps as fast as the host allows; robot minutes count its 20 Hz control periods."""
+ROWS_PER_DEMO = 301
+"""At most the buffer rows one demonstration takes (up to 300 steps and its final observation)."""
+FINETUNE_CAPACITY = 50_000
+"""`vlmrl finetune`'s default ``--buffer.capacity-steps``."""
 MAX_EPISODES = 100_000
 """Episodes a fine-tuning stage may run: the robot minutes stop it first."""
 
@@ -204,6 +209,15 @@ def condition_argv(condition: str, plan: Plan) -> list[str]:
     return [*CONDITIONS[condition], *slow]
 
 
+def capacity_argv(plan: Plan) -> list[str]:
+    """``--buffer.capacity-steps`` for a plan whose runs would not fit `vlmrl finetune`'s default buffer: the ring
+    evicts the oldest episodes, the demonstrations first, and at 50,000 rows they went at about 40 robot minutes
+    (the cloned runs then fell; results/finetune, "60 robot minutes"). Robot rows: a 20 Hz step each, and a tenth
+    more for the episodes' final observations."""
+    rows = (plan.demos + 1) * ROWS_PER_DEMO + math.ceil(1.1 * plan.robot_minutes * 60 * 20)
+    return ["--buffer.capacity-steps", str(rows)] if rows > FINETUNE_CAPACITY else []
+
+
 def finetune_argv(
     run: Path,
     unit: str,
@@ -217,7 +231,7 @@ def finetune_argv(
     """The `vlmrl finetune` arguments of one stage: up to ``minutes`` robot minutes in all, a new run or the
     resume of the one in ``out_dir``. Fine-tuning episodes start from seed ``100,000 x seed`` on."""
     resume = ["--resume"] if (out_dir / "checkpoint").exists() else []
-    return ["finetune", "--from", str(run), *resume, "--out-dir", str(out_dir), *condition_argv(condition, plan),
+    return ["finetune", "--from", str(run), *resume, "--out-dir", str(out_dir), *condition_argv(condition, plan), *capacity_argv(plan),
             "--robot.unit", unit, "--operator", "scripted", "--episodes", str(MAX_EPISODES),
             "--robot-minutes", f"{minutes:g}", "--seed", str(100_000 * seed), "--torch-threads", "1", *FAST, *extra]  # fmt: skip
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import finetune_experiment
 import pytest
@@ -237,3 +238,13 @@ def test_the_slow_actor_conditions_anneal_the_rate_unless_the_plan_keeps_it_cons
     constant = dataclasses.replace(plan, cloned_actor_lr=3e-5, cloned_lr_final_fraction=1.0)
     assert finetune_experiment.condition_argv("cloned_keys_only", constant)[-2:] == ["--actor-lr", "3e-05"]
     assert "--actor-lr" not in finetune_experiment.condition_argv("scratch_cloned", plan)
+
+
+def test_a_plan_longer_than_the_default_buffer_holds_gets_a_buffer_that_keeps_its_demonstrations() -> None:
+    thirty = finetune_experiment.Plan(robot_minutes=30, eval_every=10, eval_episodes=20)
+    assert finetune_experiment.capacity_argv(thirty) == []  # fits finetune's 50,000 rows
+    sixty = dataclasses.replace(thirty, robot_minutes=60)
+    flag, rows = finetune_experiment.capacity_argv(sixty)
+    assert flag == "--buffer.capacity-steps" and int(rows) >= 26 * 301 + 60 * 60 * 20
+    argv = finetune_experiment.finetune_argv(Path("run"), "b", "cloned", 0, 10, Path("out"), sixty)
+    assert argv[argv.index("--buffer.capacity-steps") + 1] == rows

@@ -921,3 +921,24 @@ def test_a_bad_actor_rate_schedule_is_a_one_line_error(tmp_path, fraction, minut
     with pytest.raises(ConfigError, match=message):
         finetune.main(config(tmp_path, run, actor_lr_final_fraction=fraction, actor_lr_decay_minutes=minutes))
     assert not (tmp_path / "ft").exists()
+
+
+def test_a_buffer_that_fills_and_evicts_the_prior_data_says_so_once(tmp_path, capsys):
+    """The ring evicts the oldest episodes, the demonstrations first: the run says so in one line, once."""
+    from sim.config import ScriptedOperatorConfig
+
+    run, _ = sim_run(tmp_path, task="reach")
+    demo = ScriptedOperatorConfig(demonstrate=True, takeover_steps=40, budget_steps=40, give_up=False)
+    assert finetune.main(scripted(tmp_path, run, scripted_operator=demo, out_dir=tmp_path / "demos")) == 0
+    demo_rows = sum(
+        json.loads(line)["steps"] + 1
+        for line in (tmp_path / "demos" / "metrics.jsonl").read_text().splitlines()
+    )
+    ft = scripted(tmp_path, run, prior_data=tmp_path / "demos" / "buffer.zarr", episodes=4)
+    small = dataclasses.replace(ft.buffer, capacity_steps=demo_rows + 5)  # no room for a robot episode
+    capsys.readouterr()
+    assert finetune.main(dataclasses.replace(ft, buffer=small)) == 0
+    out = capsys.readouterr().out
+    assert out.count("finetune: warning: the buffer is full") == 1 and "--prior-data's first" in out
+    roomy = dataclasses.replace(ft, out_dir=tmp_path / "ft2", episodes=1)  # 50,000 rows: nothing evicted
+    assert finetune.main(roomy) == 0 and "the buffer is full" not in capsys.readouterr().out

@@ -371,8 +371,17 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
             spent = loop.step / control_hz / 60.0
             return loop.episode >= stop_at or (cfg.robot_minutes is not None and spent >= cfg.robot_minutes)
 
+        warned_eviction = False
+
         def after_episode(stats: dict[str, Any]) -> None:
+            nonlocal warned_eviction
             stats = episode_record(stats, loop, buffer, control_hz)
+            if cfg.prior_data is not None and not warned_eviction and prior_evicted(buffer):
+                warned_eviction = True
+                print(
+                    f"finetune: warning: the buffer is full ({buffer.storage.capacity} rows) and evicts its oldest "
+                    "episodes, --prior-data's first: raise --buffer.capacity-steps in a new run to keep them"
+                )
             stats["actor_lr"] = agent.cfg.actor_lr  # the rate this episode's updates used
             schedule_actor_rate()
             log_episode(cfg.out_dir, stats)
@@ -399,6 +408,13 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         f"{cfg.out_dir / 'policy.pt'}, {cfg.out_dir / 'report.md'}"
     )
     return last
+
+
+def prior_evicted(buffer: Any) -> bool:
+    """Whether the store evicted its first rows: ``--prior-data``'s episodes, which went in first. The ring
+    evicts the oldest episodes when full, so a long run loses its demonstrations (measured: past 40 robot minutes
+    at 50,000 rows the prior part of each batch went empty, results/finetune)."""
+    return bool(buffer.storage.episodes().first_row > 0)
 
 
 def actor_rate(cfg: Config, base: float, minutes: float) -> float:
