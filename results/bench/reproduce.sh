@@ -33,5 +33,5 @@ bench deployable_tasks benchmarks/deployable_tasks.py --tasks reach lift push pl
 # finetune's policy: results/deployable section 17's lift seed 0, which reads its joint targets (results/finetune).
 finished "$OUT/finetune.json" || python_script benchmarks/deployable_tasks.py --tasks lift --seeds 0 \
   --train-args '--sim.observe-targets --sim.randomize.max-latency-steps 2' --runs-dir "$OUT/lift-targets" --json "$OUT/lift-targets.json"
-bench finetune benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/lift-targets/lift-s0" --unit b --seeds 0 1 2 3 4 --conditions cloned scratch_cloned --robot-minutes 30 --eval-every 10 --eval-episodes 20
+bench finetune benchmarks/finetune_experiment.py --tasks lift --policy-run "$OUT/lift-targets/lift-s0" --unit b --seeds 0 1 2 3 4 --conditions cloned cloned_keys_only scratch_cloned --robot-minutes 30 --eval-every 10 --eval-episodes 20
 gpu_bench gpu_paths benchmarks/gpu_paths.py
