@@ -222,3 +222,8 @@ python_script benchmarks/finetune_experiment.py "${tgt[@]}" --cloned-lr-final-fr
 # Keys only (keys_only_unit_b.json; at fdf50fc, the annealed actor the cloned conditions' default): the same folder.
 python_script benchmarks/finetune_experiment.py "${tgt[@]}" --seeds 0 1 2 3 4 --conditions cloned_keys_only --jobs 2 \
   --runs-dir "$OUT/ft-anneal" --json "$OUT/keys_only_unit_b.json"
+# The annealed runs resumed to 60 robot minutes (cloned60_evicted_unit_b.json; at fdf50fc; the later --robot-minutes
+# wins; the stores keep the 50,000 rows they were made with, so the demonstrations are evicted at ~41 minutes):
+python_script benchmarks/finetune_experiment.py "${tgt[@]}" --robot-minutes 60 --cloned-lr-final-fraction 1 \
+  --seeds 0 1 2 3 4 --conditions cloned --finetune-arg=--actor-lr-final-fraction=0.1 \
+  --finetune-arg=--actor-lr-decay-minutes=15 --jobs 2 --runs-dir "$OUT/ft-anneal" --json "$OUT/cloned60_evicted_unit_b.json"
