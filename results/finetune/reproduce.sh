@@ -227,3 +227,11 @@ python_script benchmarks/finetune_experiment.py "${tgt[@]}" --seeds 0 1 2 3 4 --
 python_script benchmarks/finetune_experiment.py "${tgt[@]}" --robot-minutes 60 --cloned-lr-final-fraction 1 \
   --seeds 0 1 2 3 4 --conditions cloned --finetune-arg=--actor-lr-final-fraction=0.1 \
   --finetune-arg=--actor-lr-decay-minutes=15 --jobs 2 --runs-dir "$OUT/ft-anneal" --json "$OUT/cloned60_evicted_unit_b.json"
+# 60 robot minutes with the demonstrations kept (keep60_pilot_unit_b.json; at 501cd41, capacity_argv's 87,026 rows):
+mkdir -p "$OUT/ft-keep60/lift"
+for s in 0 2; do
+  [ -d "$OUT/ft-keep60/lift/demos-s$s" ] || [ ! -d "$OUT/ft-anneal/lift/demos-s$s" ] || \
+    cp -a "$OUT/ft-anneal/lift/demos-s$s" "$OUT/ft-keep60/lift/"
+done
+python_script benchmarks/finetune_experiment.py "${tgt[@]}" --robot-minutes 60 --seeds 0 2 --conditions cloned --jobs 2 \
+  --runs-dir "$OUT/ft-keep60" --json "$OUT/keep60_pilot_unit_b.json"
