@@ -46,6 +46,12 @@ def _policy(actor: Actor | EstimatingActor) -> Actor:
     return actor.policy if isinstance(actor, EstimatingActor) else actor
 
 
+def linear_decay(progress: float, final_fraction: float) -> float:
+    """A rate's factor ``progress`` of the way through a linear decay to ``final_fraction`` (1 at 0, then
+    ``final_fraction`` from 1 on): ``SAC.lr_scale``'s per update, `vlmrl finetune`'s actor rate per robot minute."""
+    return 1.0 - (1.0 - final_fraction) * min(max(progress, 0.0), 1.0)
+
+
 class SAC:
     """The learner. ``act`` for acting, ``update`` for one gradient step, ``state_dict`` for checkpoints.
 
@@ -350,8 +356,7 @@ class SAC:
         """The factor on ``actor_lr`` and ``critic_lr`` at this update (``SACConfig.lr_final_fraction``)."""
         if self.cfg.lr_decay_updates <= 0:
             return 1.0
-        done = min(self.num_updates / self.cfg.lr_decay_updates, 1.0)
-        return 1.0 - (1.0 - self.cfg.lr_final_fraction) * done
+        return linear_decay(self.num_updates / self.cfg.lr_decay_updates, self.cfg.lr_final_fraction)
 
     def _decay_learning_rates(self) -> float:
         """Set this update's rates; returns their scale (logged as ``lr_scale``)."""

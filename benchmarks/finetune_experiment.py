@@ -96,7 +96,9 @@ DEMO_SEED = 1_000_000
 EVAL_SEED = 2_000_000
 """Start state of the first evaluation episode: the held-out grid's (``vlmrl.evaluation.perturbation_grid``), so the
 before figure is `vlmrl evaluate --robot.unit`'s; fine-tuning episodes start from seeds far below it."""
-FAST = ("--env.control-hz", "1000", "--twin-control-hz", "20")
+TWIN_HZ = 20
+"""The twin's control rate in every run here: robot minutes count its periods."""
+FAST = ("--env.control-hz", "1000", "--twin-control-hz", str(TWIN_HZ))
 """The twin steps as fast as the host allows; robot minutes count its 20 Hz control periods."""
 ROWS_PER_DEMO = 301
 """At most the buffer rows one demonstration takes (up to 300 steps and its final observation)."""
@@ -212,9 +214,9 @@ def condition_argv(condition: str, plan: Plan) -> list[str]:
 def capacity_argv(plan: Plan) -> list[str]:
     """``--buffer.capacity-steps`` for a plan whose runs would not fit `vlmrl finetune`'s default buffer: the ring
     evicts the oldest episodes, the demonstrations first, and at 50,000 rows they went at about 40 robot minutes
-    (the cloned runs then fell; results/finetune, "60 robot minutes"). Robot rows: a 20 Hz step each, and a tenth
-    more for the episodes' final observations."""
-    rows = (plan.demos + 1) * ROWS_PER_DEMO + math.ceil(1.1 * plan.robot_minutes * 60 * 20)
+    (the cloned runs then fell; results/finetune, "60 robot minutes"). Robot rows: one a control period
+    (``TWIN_HZ``), and a tenth more for the episodes' final observations."""
+    rows = (plan.demos + 1) * ROWS_PER_DEMO + math.ceil(1.1 * plan.robot_minutes * 60 * TWIN_HZ)
     return ["--buffer.capacity-steps", str(rows)] if rows > FINETUNE_CAPACITY else []
 
 

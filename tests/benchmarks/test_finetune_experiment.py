@@ -241,6 +241,11 @@ def test_the_slow_actor_conditions_anneal_the_rate_unless_the_plan_keeps_it_cons
 
 
 def test_a_plan_longer_than_the_default_buffer_holds_gets_a_buffer_that_keeps_its_demonstrations() -> None:
+    from vlmrl.pipelines import finetune
+
+    assert (
+        finetune.Config(from_run=Path("run")).buffer.capacity_steps == finetune_experiment.FINETUNE_CAPACITY
+    )
     thirty = finetune_experiment.Plan(robot_minutes=30, eval_every=10, eval_episodes=20)
     assert finetune_experiment.capacity_argv(thirty) == []  # fits finetune's 50,000 rows
     sixty = dataclasses.replace(thirty, robot_minutes=60)

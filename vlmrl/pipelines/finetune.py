@@ -57,6 +57,7 @@ import tyro
 
 from agents.errors import AgentError
 from agents.export import export_policy
+from agents.sac import linear_decay
 from agents.sim_to_robot import estimate_dim_of
 from buffer.config import BufferConfig, PriorMixSamplerConfig
 from robot.config import LeRobotEnvConfig
@@ -422,8 +423,7 @@ def actor_rate(cfg: Config, base: float, minutes: float) -> float:
     ``--actor-lr-final-fraction`` of it over ``--actor-lr-decay-minutes``, then staying there."""
     if cfg.actor_lr_final_fraction >= 1.0:
         return base
-    done = min(minutes / cfg.actor_lr_decay_minutes, 1.0)
-    return base * (1.0 - (1.0 - cfg.actor_lr_final_fraction) * done)
+    return base * linear_decay(minutes / cfg.actor_lr_decay_minutes, cfg.actor_lr_final_fraction)
 
 
 def add_prior(
