@@ -112,6 +112,10 @@ class SimConfig:
     antialias: bool = False
     """4x multisample anti-aliasing of rendered frames. Off by default: on Mesa llvmpipe it doubles the cost
     of a 128 px SO-101 frame (3.4 vs 1.5 ms), and RL encoders do not need smooth edges."""
+    reward_radius_m: float | None = None
+    """so101 reach and push: the reward counts success only this close to the goal (metres; the task's radius is
+    4 cm for reach, 3 cm for push), so a policy aims inside the zone instead of at its edge. Termination on success
+    follows the reward; ``info["success"]``, evaluations and reports keep the task's radius. None: the task's."""
     terminate_on_success: bool = True
     """End the episode (terminated=True) on the first successful step (so101 and robosuite)."""
     max_delta_deg: float = 8.0

@@ -57,12 +57,24 @@ def validate_config(cfg: SimConfig) -> None:
         raise SimError(f"max_episode_steps must be positive or None, got {cfg.max_episode_steps!r}")
     if not (cfg.max_delta_deg > 0 and cfg.max_delta_gripper > 0 and cfg.max_delta_m > 0):
         raise SimError("max_delta_deg, max_delta_gripper and max_delta_m must be positive")
+    validate_reward_radius(cfg)
     if cfg.observe_targets and cfg.suite != "so101":
         raise SimError(
             f"observe_targets (the SO-101's joint targets) needs the so101 suite, not {cfg.suite!r}"
         )
     validate_camera_calibration(cfg)
     resolve_ranges(cfg)  # randomize: unknown preset, negative ranges, a suite without randomisation
+
+
+def validate_reward_radius(cfg: SimConfig) -> None:
+    """Raise ``SimError`` for a ``reward_radius_m`` off the twin or not positive (the twin's env checks it
+    against its task's success radius: the task table imports MuJoCo, which must wait for the GL backend)."""
+    if cfg.reward_radius_m is None:
+        return
+    if cfg.suite != "so101":
+        raise SimError(f"reward_radius_m needs the so101 suite (reach or push), not {cfg.suite!r}")
+    if not (isinstance(cfg.reward_radius_m, int | float) and cfg.reward_radius_m > 0):
+        raise SimError(f"reward_radius_m must be a positive distance in metres, got {cfg.reward_radius_m!r}")
 
 
 def validate_camera_calibration(cfg: SimConfig) -> None:

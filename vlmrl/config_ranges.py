@@ -97,6 +97,7 @@ RANGES: dict[type, dict[str, Range]] = {
         "max_delta_gripper": POSITIVE,
         "max_windup_deg": NON_NEGATIVE,  # 0: unbounded
         "max_delta_m": POSITIVE,
+        "reward_radius_m": Range(0, low_open=True, none_ok=True),
     },
     RandomizeConfig: {
         "camera_pos_m": FACTOR,

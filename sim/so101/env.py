@@ -42,7 +42,7 @@ from sim.so101.kinematics import (
     forward_kinematics,
     inverse_kinematics,
 )
-from sim.so101.tasks import TASKS, Task
+from sim.so101.tasks import SUCCESS_RADIUS_M, TASKS, Task, TaskStatus
 
 STATE_NAMES: tuple[str, ...] = (
     *(f"{name}_rad" for name in JOINT_NAMES[:5]),
@@ -131,6 +131,13 @@ class SO101Env(gymnasium.Env):
         }  # video writers play at the control rate
         self.task: Task = TASKS[cfg.task]()
         self.task_description: str = self.task.description
+        if cfg.reward_radius_m is not None:
+            radius = SUCCESS_RADIUS_M.get(cfg.task)
+            if radius is None or cfg.reward_radius_m > radius:
+                raise SimError(
+                    f"reward_radius_m {cfg.reward_radius_m} needs a task with a success radius at least that "
+                    f"wide ({', '.join(f'{k} {v}' for k, v in SUCCESS_RADIUS_M.items())}), not {cfg.task!r}"
+                )
         self.render_mode = "rgb_array"
         self.sim = SO101Sim(max_image_size=cfg.image_size, shadows=cfg.shadows, antialias=cfg.antialias)
         self.calibrated_cameras = apply_camera_calibration(self.sim.model, cfg)
@@ -267,11 +274,21 @@ class SO101Env(gymnasium.Env):
             targets = self._ee_delta_targets(np.clip(array, -1.0, 1.0))
         self._advance(targets)
         status = self.task.evaluate(self.sim)
-        reward = shaped_or_sparse_reward(self.cfg.reward, status.success, status.progress)
-        terminated = status.success and self.cfg.terminate_on_success
+        rewarded, progress = self._rewarded_success(status)
+        reward = shaped_or_sparse_reward(self.cfg.reward, rewarded, progress)
+        terminated = rewarded and self.cfg.terminate_on_success
         truncated = self._steps >= self.max_episode_steps and not terminated
         info = {"success": status.success, "progress": status.progress}
         return self._observation(), reward, terminated, truncated, info
+
+    def _rewarded_success(self, status: TaskStatus) -> tuple[bool, float]:
+        """The success the reward (and termination) counts, and the progress that goes with it: the task's,
+        or with ``reward_radius_m`` only a success that close to the goal (progress just under 1 until then)."""
+        if self.cfg.reward_radius_m is None or not status.success:
+            return status.success, status.progress
+        if self.task.goal_distance(self.sim) < self.cfg.reward_radius_m:  # type: ignore[attr-defined]
+            return True, 1.0
+        return False, 0.99
 
     def command(self, targets: Mapping[str, float]) -> dict[str, float]:
         """Command joint targets (LeRobot units; joints left out keep theirs), clipped to the joint ranges,

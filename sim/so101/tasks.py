@@ -40,6 +40,9 @@ LIFT_HEIGHT_M = 0.04
 """lift: success when the grasped cube's bottom is this high above the table."""
 PUSH_RADIUS_M = 0.03
 """push: success when the cube centre is this close (in the table plane) to the zone centre."""
+SUCCESS_RADIUS_M = {"reach": REACH_RADIUS_M, "push": PUSH_RADIUS_M}
+"""The tasks whose success is a distance to their goal (``goal_distance``) under a radius, and that radius:
+the ones ``SimConfig.reward_radius_m`` can tighten for the reward."""
 
 
 @dataclass(frozen=True)
@@ -135,8 +138,12 @@ class ReachTask:
     def goal_reference(self, sim: SO101Sim) -> np.ndarray:
         return sim.tcp_position()
 
+    def goal_distance(self, sim: SO101Sim) -> float:
+        """How far the tool centre point is from the target (metres)."""
+        return float(np.linalg.norm(sim.tcp_position() - self._target))
+
     def evaluate(self, sim: SO101Sim) -> TaskStatus:
-        distance = float(np.linalg.norm(sim.tcp_position() - self._target))
+        distance = self.goal_distance(sim)
         if distance < REACH_RADIUS_M:
             return TaskStatus(True, 1.0)
         return TaskStatus(False, _clip01(1.0 - (distance - REACH_RADIUS_M) / 0.25))
@@ -203,9 +210,12 @@ class PushTask:
     def goal_reference(self, sim: SO101Sim) -> np.ndarray:
         return sim.cube_position()
 
+    def goal_distance(self, sim: SO101Sim) -> float:
+        """How far the cube's centre is from the zone's, in the table plane (metres)."""
+        return float(np.linalg.norm(sim.cube_position()[:2] - self._zone[:2]))
+
     def evaluate(self, sim: SO101Sim) -> TaskStatus:
-        cube = sim.cube_position()
-        distance = float(np.linalg.norm(cube[:2] - self._zone[:2]))
+        distance = self.goal_distance(sim)
         if distance < PUSH_RADIUS_M and _cube_height(sim) < 0.01:
             return TaskStatus(True, 1.0)
         return TaskStatus(False, min(0.3 * _approach(sim) + 0.7 * _clip01(1.0 - distance / 0.15), 0.99))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from robot.contract import JOINT_KEYS, check_env
 from sim import SimConfig, make_env
+from sim.errors import SimError
 from sim.so101.env import STATE_NAMES
 from sim.so101.scripted import ScriptedPolicy
 
@@ -103,6 +106,62 @@ def test_relative_action_modes_scripted_lift_succeeds(action_mode: str) -> None:
             break
     assert info["success"]
     env.close()
+
+
+def _expert_push(cfg: SimConfig, seed: int) -> tuple[list[float], list[float], list[bool], bool]:
+    """One push episode of the expert: its rewards, the cube's distances to the zone, task successes, and
+    whether the episode ended terminated."""
+    env = make_env(cfg)
+    policy = ScriptedPolicy(env)
+    obs, _ = env.reset(seed=seed)
+    rewards, distances, successes, terminated = [], [], [], False
+    for _ in range(env.unwrapped.max_episode_steps):
+        obs, reward, terminated, truncated, info = env.step(policy.act(obs))
+        rewards.append(reward)
+        distances.append(env.unwrapped.task.goal_distance(env.unwrapped.sim))
+        successes.append(info["success"])
+        if terminated or truncated:
+            break
+    env.close()
+    return rewards, distances, successes, terminated
+
+
+def test_reward_radius_pays_only_deep_in_the_zone_while_success_keeps_the_tasks_radius() -> None:
+    base = SimConfig(task="push", cameras=(), action_mode="ee_delta", terminate_on_success=False)
+    # seed 1000: the expert's cube passes 3 cm and ends inside 2 cm (checked below, so a new scene fails loudly)
+    plain, distances, successes, _ = _expert_push(base, seed=1000)
+    tight, tight_distances, tight_successes, _ = _expert_push(replace(base, reward_radius_m=0.02), seed=1000)
+    assert (
+        tight_distances == distances and tight_successes == successes
+    )  # the env's physics and success unchanged
+    assert plain == [float(s) for s in successes]
+    assert tight == [float(s and d < 0.02) for s, d in zip(successes, distances)]
+    assert any(
+        s and d >= 0.02 for s, d in zip(successes, distances)
+    )  # a success the tight reward does not pay
+    assert sum(tight) > 0
+
+    # Terminating on success follows the reward: the episode goes on past the task's 3 cm.
+    shaped = replace(base, terminate_on_success=True, reward="shaped", reward_radius_m=0.02)
+    rewards, distances, successes, terminated = _expert_push(shaped, seed=1000)
+    assert terminated and rewards[-1] == 1.0 and distances[-1] < 0.02
+    assert all(r < 0.0 for r in rewards[:-1])
+    assert sum(successes[:-1]) > 0  # task successes before the end, not paid and not ending it
+
+
+@pytest.mark.parametrize(
+    ("cfg", "message"),
+    [
+        (SimConfig(task="lift", cameras=(), reward_radius_m=0.02), "not 'lift'"),
+        (SimConfig(task="push", cameras=(), reward_radius_m=0.035), "at least that wide"),
+        (SimConfig(task="push", cameras=(), reward_radius_m=0.0), "positive distance"),
+        (SimConfig(task="push", cameras=(), reward_radius_m=float("nan")), "positive distance"),
+        (SimConfig(suite="robosuite", task="Lift", cameras=(), reward_radius_m=0.02), "so101 suite"),
+    ],
+)
+def test_reward_radius_refuses_what_cannot_apply(cfg: SimConfig, message: str) -> None:
+    with pytest.raises(SimError, match=message):
+        make_env(cfg)
 
 
 def test_shaped_reward_follows_progress_and_pays_most_on_success() -> None:
