@@ -940,5 +940,19 @@ def test_a_buffer_that_fills_and_evicts_the_prior_data_says_so_once(tmp_path, ca
     assert finetune.main(dataclasses.replace(ft, buffer=small)) == 0
     out = capsys.readouterr().out
     assert out.count("finetune: warning: the buffer is full") == 1 and "--prior-data's first" in out
+    # ... and says so before the first episode, with the size that would keep them
+    ahead = [line for line in out.splitlines() if "plans do not fit" in line]
+    assert len(ahead) == 1 and f"--prior-data's {demo_rows} rows" in ahead[0]
+    assert out.index(ahead[0]) < out.index("the buffer is full")
+    wanted = int(ahead[0].split("--buffer.capacity-steps ")[1].split()[0])
+    assert wanted > demo_rows + 5
     roomy = dataclasses.replace(ft, out_dir=tmp_path / "ft2", episodes=1)  # 50,000 rows: nothing evicted
-    assert finetune.main(roomy) == 0 and "the buffer is full" not in capsys.readouterr().out
+    out = capsys.readouterr().out if finetune.main(roomy) == 0 else "failed"
+    assert "the buffer is full" not in out and "plans do not fit" not in out
+    sized = dataclasses.replace(
+        ft, out_dir=tmp_path / "ft3", buffer=dataclasses.replace(small, capacity_steps=wanted)
+    )
+    out = capsys.readouterr().out if finetune.main(sized) == 0 else "failed"
+    assert (
+        "the buffer is full" not in out and "plans do not fit" not in out
+    )  # the size it asked for is enough

@@ -49,6 +49,7 @@ What the sim run's checkpoint must hold: ``vlmrl.arm.trained_run``.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -60,7 +61,7 @@ from agents.export import export_policy
 from agents.sac import linear_decay
 from agents.sim_to_robot import estimate_dim_of
 from buffer.config import BufferConfig, PriorMixSamplerConfig
-from robot.config import LeRobotEnvConfig
+from robot.config import DEFAULT_EPISODE_STEPS, LeRobotEnvConfig
 from robot.contract import STATE_KEY
 from robot.signals import interrupt_on_signals
 from sim.config import ScriptedOperatorConfig
@@ -358,6 +359,11 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         buffer, link, loop = learner.buffer, learner.link, learner.state
         if cfg.prior_data is not None and resumed is None:
             add_prior(cfg, cfg.prior_data, buffer, loop, link, convert, side.action_keys)
+            warning = eviction_ahead(
+                cfg, buffer.storage.episodes().next_row, buffer.storage.capacity, control_hz
+            )
+            if warning:
+                print(warning)
         write_config(cfg, cfg.out_dir)
         episodes = source_for(buffer)
         stop_at = loop.episode + cfg.episodes
@@ -409,6 +415,24 @@ def run(cfg: Config, robot_factories: dict[str, Any] | None = None) -> dict[str,
         f"{cfg.out_dir / 'policy.pt'}, {cfg.out_dir / 'report.md'}"
     )
     return last
+
+
+def eviction_ahead(cfg: Config, prior_rows: int, capacity: int, control_hz: float) -> str | None:
+    """A one-line warning when ``--prior-data``'s rows and the rows this run plans to store (``--episodes`` of the
+    policy's episode length, or fewer with ``--robot-minutes``) do not fit the buffer, which would then evict the
+    demonstrations part-way (the FIFO ring evicts the oldest episodes first); None when they fit."""
+    steps = cfg.env.max_episode_steps or DEFAULT_EPISODE_STEPS
+    planned = cfg.episodes * (steps + 1)  # an episode stores its steps and its last observation
+    if cfg.robot_minutes is not None:
+        planned = min(planned, math.ceil(cfg.robot_minutes * 60.0 * control_hz * (steps + 1) / steps))
+    if prior_rows + planned <= capacity:
+        return None
+    minutes = max(capacity - prior_rows, 0) / control_hz / 60.0
+    return (
+        f"finetune: warning: --prior-data's {prior_rows} rows and up to {planned} this run plans do not fit the "
+        f"buffer's {capacity}: its demonstrations would be evicted after about {minutes:.0f} robot minutes; "
+        f"--buffer.capacity-steps {prior_rows + planned} keeps them (a --resume keeps the store's size)"
+    )
 
 
 def prior_evicted(buffer: Any) -> bool:
