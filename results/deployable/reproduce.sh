@@ -206,3 +206,7 @@ vlmrl evaluate --policy "$OUT/lift-tgt/lift-s0/policy.pt" --robot.unit a/factors
   --torch-threads 1 --out-dir "$OUT/units-tgt/tgt-s0-factors"
 python_script results/deployable/units_summary.py "$OUT/units-tgt" --conditions tgt --seeds 0 1 2 3 4 \
   --baseline results/deployable/units_lift_std.json:std --json "$OUT/units_lift_targets.json"
+# Section 18 (session of 2026-12-06, 02:30; at a8ebcae): push trained with the reward paid only within 2 cm of the
+# zone's centre, success still 3 cm (push_reward_radius_pilot.json; its gate failed, seeds 2-4 not run).
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
+  --train-args '--sim.reward-radius-m 0.02' --runs-dir "$OUT/push-r2" --json "$OUT/push_reward_radius.json"
