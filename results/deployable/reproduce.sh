@@ -210,3 +210,7 @@ python_script results/deployable/units_summary.py "$OUT/units-tgt" --conditions 
 # zone's centre, success still 3 cm (push_reward_radius_pilot.json; its gate failed, seeds 2-4 not run).
 python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
   --train-args '--sim.reward-radius-m 0.02' --runs-dir "$OUT/push-r2" --json "$OUT/push_reward_radius.json"
+# Section 19 (session of 2026-12-06, 03:00; at f79e426): push with the wrist camera beside the front one
+# (push_wrist_pilot.json; its gate failed, seeds 2-4 not run).
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
+  --train-args '--sim.cameras front wrist' --runs-dir "$OUT/push-wrist" --json "$OUT/push_wrist.json"
