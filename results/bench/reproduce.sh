@@ -28,7 +28,9 @@ bench pixel_cost benchmarks/pixel_learning.py --cost-only
 bench scale_out benchmarks/scale_out.py --quick
 bench viewer benchmarks/viewer.py
 bench viewer-quick benchmarks/viewer.py --quick
-bench lerobot_sac benchmarks/lerobot_sac.py --tasks reach --seeds 0 1 2 --jobs 1
+# reach and lift, seeds 0-2: lift is about 2 hours of one core per LeRobot seed; the committed JSON merged runs of
+# one or two seeds (its `sources`: reach --jobs 1 and 2, lift --jobs 1 and 2)
+bench lerobot_sac benchmarks/lerobot_sac.py --tasks reach,lift --seeds 0 1 2 --jobs 2
 bench deployable_tasks benchmarks/deployable_tasks.py --tasks reach lift push place --seeds 0 1 2 3 4
 # finetune's policy: results/deployable section 17's lift seed 0, which reads its joint targets (results/finetune).
 finished "$OUT/finetune.json" || python_script benchmarks/deployable_tasks.py --tasks lift --seeds 0 \
