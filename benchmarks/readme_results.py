@@ -199,6 +199,13 @@ def index(root: Path = ROOT) -> str:
 
 EXPERIMENTS = (
     (
+        "Where VLM-guided replay pays: the pre-registered grid, Meta-World reach and the twin's lift and place "
+        "with 0, 5 and 25 demonstrations (issue #35)",
+        "vlm-replay",
+        "grid.md",
+        "README.md",
+    ),
+    (
         "Scorers that read pixels: `vlmrl score --evaluate` on held-out twin lift episodes (issue #14)",
         "scorers",
         "evaluation.md",

@@ -204,6 +204,9 @@ def students(folder: Path) -> dict[str, dict]:
     return out
 
 
+CURVES_ALT = "Seed-mean success against env steps per setting, one line and 95% band per condition"
+
+
 def markdown(rep: dict) -> str:
     lines = [
         "| cell | seeds | success at the budget per seed | mean ± sd | vs uniform | relative | Welch p | "
@@ -254,6 +257,8 @@ def markdown(rep: dict) -> str:
         ),
         "",
     ]
+    if rep["cells"]:  # the plot main() writes beside this file
+        out += ["## Success over training", "", f"![{CURVES_ALT}](curves.png)", ""]
     if rep["missing"]:
         out += ["## Cells not complete", "", "| cell | seeds missing |", "|---|---|"]
         out += [f"| {cell} | {', '.join(map(str, seeds))} |" for cell, seeds in rep["missing"].items()]

@@ -107,6 +107,7 @@ def test_main_writes_the_table_the_json_and_the_plot(
     assert uniform["seeds"] == [0, 1, 2, 3, 4] and uniform["finals"] == [c[-1] for c in UNIFORM]
     assert uniform["curve"]["steps"] == [2500.0, 5000.0, 7500.0]
     assert (tmp_path / "out" / "curves.png").stat().st_size > 0
+    assert f"![{grid.CURVES_ALT}](curves.png)" in md  # the plot beside it, linked from the report
     assert "metaworld/reach/per" in capsys.readouterr().out
 
 
