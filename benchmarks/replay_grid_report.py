@@ -285,6 +285,7 @@ def plot(rep: dict, path: Path) -> Path | None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     cols = min(3, len(panels))
     rows = math.ceil(len(panels) / cols)
@@ -299,6 +300,7 @@ def plot(rep: dict, path: Path) -> Path | None:
             ax.fill_between(steps, np.clip(mean - half, 0, 1), np.clip(mean + half, 0, 1), alpha=0.15)
         ax.set_title(prefix, fontsize=9)
         ax.set_ylim(0, 1)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1000:g}k"))  # no run-on tick labels
         ax.set_xlabel("env steps")
         ax.set_ylabel("success (20 episodes)")
         ax.legend(fontsize=7)
