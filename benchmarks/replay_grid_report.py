@@ -194,12 +194,20 @@ def _p(x: float | None) -> str:
 
 
 def students(folder: Path) -> dict[str, dict]:
-    """Each learned student's held-out figures (``vlmrl scorer fit``'s ``<student>-fit/summary.json``)."""
+    """Each learned student's held-out figures: ``vlmrl scorer fit``'s ``<student>-fit/summary.json`` (a run's
+    folder), else the committed ``<student>.json`` that holds it as ``fit_summary``."""
+    found = {
+        p.parent.name.removesuffix("-fit"): json.loads(p.read_text())
+        for p in folder.glob("*-fit/summary.json")
+    }
+    for record in folder.glob("*.json"):
+        found.setdefault(record.stem, json.loads(record.read_text()).get("fit_summary", {}))
     out = {}
-    for summary in sorted(folder.glob("*-fit/summary.json")):
-        heldout = json.loads(summary.read_text()).get("heldout", {})
-        out[summary.parent.name.removesuffix("-fit")] = {
-            k: heldout.get(k) for k in ("auc", "voc", "ece", "clips")
+    for name in sorted(found):
+        heldout = found[name].get("heldout", {})
+        out[name] = {
+            k: heldout.get(k, heldout.get("windows") if k == "clips" else None)
+            for k in ("auc", "voc", "ece", "clips")
         }
     return out
 
