@@ -114,3 +114,22 @@ def test_main_writes_the_table_the_json_and_the_plot(
 def test_a_missing_results_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert grid.main(["--results", str(tmp_path / "none.jsonl")]) == 2
     assert "no results file at" in capsys.readouterr().err
+
+
+def test_committed_student_records_are_read_beside_fit_folders(tmp_path: Path) -> None:
+    """results/vlm-replay/students holds ``<student>.json`` records (the fit's summary as ``fit_summary``); a run's
+    folder holds ``<student>-fit/summary.json``; both reach the report, the fit folder first."""
+    folder = tmp_path / "students"
+    (folder / "twin-lift-fit").mkdir(parents=True)
+    (folder / "twin-lift-fit" / "summary.json").write_text(
+        json.dumps({"heldout": {"auc": 0.9, "windows": 10}})
+    )
+    record = {
+        "student": "students/twin-place.pt",
+        "fit_summary": {"heldout": {"auc": 0.99957, "windows": 178}},
+    }
+    (folder / "twin-place.json").write_text(json.dumps(record))
+    (folder / "twin-lift.json").write_text(json.dumps({"fit_summary": {"heldout": {"auc": 0.1}}}))
+    found = grid.students(folder)
+    assert found["twin-place"]["auc"] == 0.99957 and found["twin-place"]["clips"] == 178
+    assert found["twin-lift"]["auc"] == 0.9
