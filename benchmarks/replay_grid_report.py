@@ -205,10 +205,8 @@ def students(folder: Path) -> dict[str, dict]:
     out = {}
     for name in sorted(found):
         heldout = found[name].get("heldout", {})
-        out[name] = {
-            k: heldout.get(k, heldout.get("windows") if k == "clips" else None)
-            for k in ("auc", "voc", "ece", "clips")
-        }
+        out[name] = {k: heldout.get(k) for k in ("auc", "voc", "ece")}
+        out[name]["clips"] = heldout.get("clips", heldout.get("windows"))  # `scorer fit` names them windows
     return out
 
 
