@@ -214,3 +214,9 @@ python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-e
 # (push_wrist_pilot.json; its gate failed, seeds 2-4 not run).
 python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
   --train-args '--sim.cameras front wrist' --runs-dir "$OUT/push-wrist" --json "$OUT/push_wrist.json"
+# Section 20 (session of 2026-12-06, 08:30): push with three-step returns and with a behaviour-cloning weight of
+# 1.0 (push_nstep3_pilot.json, push_bc1_pilot.json).
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
+  --train-args '--buffer.n-step 3' --runs-dir "$OUT/push-nstep3" --json "$OUT/push_nstep3.json"
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
+  --train-args '--agent.bc-weight 1.0' --runs-dir "$OUT/push-bc1" --json "$OUT/push_bc1.json"
