@@ -220,3 +220,9 @@ python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-e
   --train-args '--buffer.n-step 3' --runs-dir "$OUT/push-nstep3" --json "$OUT/push_nstep3.json"
 python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
   --train-args '--agent.bc-weight 1.0' --runs-dir "$OUT/push-bc1" --json "$OUT/push_bc1.json"
+# Section 21 (session of 2026-12-06, 09:10): push from demonstrations recorded with noise on the expert's actions
+# (push_demo_noise02_pilot.json, push_demo_noise03_pilot.json).
+for s in 0.2 0.3; do
+  python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
+    --train-args "--demo-action-noise $s" --runs-dir "$OUT/push-dnoise$s" --json "$OUT/push_demo_noise$s.json"
+done

@@ -150,6 +150,12 @@ class TrainConfig:
     learner bootstraps there); -1: it runs to the episode's end. The twin's push expert holds still once the
     cube is in the zone, so push demonstrations to the time limit are 80% standing still beside it; cut at 10,
     push was no better (50, 60% on seeds 0-1 against 60, 90%; results/deployable, section 14)."""
+    demo_action_noise: float = 0.0
+    """Standard deviation of Gaussian noise added to the scripted expert's actions while it records the
+    demonstrations, in units of half the action range (clipped to it); the buffer stores the action the arm
+    executed. The expert acts on the state it finds, so noisy demonstrations visit states off its clean path
+    and show how it recovers from them (DART, Laskey et al. 2017); expert episodes that fail are dropped as
+    always. 0: clean demonstrations."""
     prior_share: float = 0.5
     """Share of each batch drawn from the demonstrations and ``prior_data`` (RLPD's symmetric sampling,
     Ball et al. 2023), uniformly; the rest comes from online data by ``--replay``. 0: they are replayed
@@ -407,6 +413,7 @@ register(
         "total_steps": AT_LEAST_ONE,
         "demo_episodes": NON_NEGATIVE,
         "demo_steps_after_success": Range(-1),  # -1: to the episode's end
+        "demo_action_noise": NON_NEGATIVE,
         "prior_share": UNIT,
         "randomize_ramp_steps": NON_NEGATIVE,
         "learning_starts": NON_NEGATIVE,

@@ -63,6 +63,22 @@ DEMO_SEED_OFFSET = 90_000
 """Demonstration episode d of a run with seed s resets with seed s * TRAIN_SEED_STRIDE + DEMO_SEED_OFFSET + d."""
 
 
+def noisy_actions(
+    act: Callable[[Any], np.ndarray], space: gym.spaces.Box, std: float, seed: int
+) -> Callable[[Any], np.ndarray]:
+    """``act`` with Gaussian noise of ``std`` half-ranges of ``space`` added to each action, clipped to the space
+    (``TrainConfig.demo_action_noise``); the noise draws are seeded by the run's seed."""
+    rng = np.random.default_rng([seed, DEMO_SEED_OFFSET])
+    low, high = np.asarray(space.low, np.float32), np.asarray(space.high, np.float32)
+    scale = std * (high - low) / 2
+
+    def noisy(obs: Any) -> np.ndarray:
+        action = np.asarray(act(obs), np.float32)
+        return np.clip(action + scale * rng.standard_normal(action.shape), low, high).astype(np.float32)
+
+    return noisy
+
+
 def run_agent_config(cfg: TrainConfig) -> SACConfig:
     """The agent's config for this run: its seed, and a learning-rate decay without its own length
     (``lr_final_fraction`` < 1, ``lr_decay_updates`` 0) spread over the run's updates."""
@@ -406,11 +422,14 @@ class Trainer:
         if mix is not None:
             mix.mark_prior(True)
         max_attempts = 2 * cfg.demo_episodes + 10
+        act = expert.act
+        if cfg.demo_action_noise > 0:
+            act = noisy_actions(expert.act, self.env.action_space, cfg.demo_action_noise, cfg.seed)
         try:
             # An expert episode that fails is dropped (and counted), not stored as a demonstration.
             while state.demo_episodes_added < cfg.demo_episodes and state.demo_attempts < max_attempts:
                 expert.reset()
-                stats = demos.collect(state.demo_attempts, expert.act, after_step=lambda: None)
+                stats = demos.collect(state.demo_attempts, act, after_step=lambda: None)
                 state.demo_attempts += 1  # no updates, no env-step count
                 if not stats["success"]:
                     staged.drop()
@@ -428,7 +447,8 @@ class Trainer:
         dropped = state.demo_attempts - state.demo_episodes_added
         print(
             f"vlmrl train: {state.demo_episodes_added} demonstration episodes of the scripted expert in the "
-            f"buffer ({state.demo_steps} steps; {dropped} unsuccessful expert episodes dropped)"
+            f"buffer ({state.demo_steps} steps; {dropped} unsuccessful expert episodes dropped"
+            + (f"; action noise {cfg.demo_action_noise:g})" if cfg.demo_action_noise > 0 else ")")
         )
 
     def _add_prior_data(self, path: Path) -> None:
