@@ -226,3 +226,9 @@ for s in 0.2 0.3; do
   python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
     --train-args "--demo-action-noise $s" --runs-dir "$OUT/push-dnoise$s" --json "$OUT/push_demo_noise$s.json"
 done
+# Section 22 (session of 2026-12-06, 09:15): push with actor and critics of 256 x 256 and 256 x 256 x 256 units
+# (push_h256x2_pilot.json, push_h256x3_pilot.json).
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
+  --train-args '--agent.hidden-dims 256 256' --runs-dir "$OUT/push-h256x2" --json "$OUT/push_h256x2.json"
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
+  --train-args '--agent.hidden-dims 256 256 256' --runs-dir "$OUT/push-h256x3" --json "$OUT/push_h256x3.json"
