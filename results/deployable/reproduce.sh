@@ -232,3 +232,9 @@ python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-e
   --train-args '--agent.hidden-dims 256 256' --runs-dir "$OUT/push-h256x2" --json "$OUT/push_h256x2.json"
 python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
   --train-args '--agent.hidden-dims 256 256 256' --runs-dir "$OUT/push-h256x3" --json "$OUT/push_h256x3.json"
+# Section 23 (session of 2026-12-06, 09:47): push with batches of 256 and with a quarter of each batch from the
+# demonstrations (push_batch256_pilot.json, push_prior025_pilot.json).
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
+  --train-args '--batch-size 256' --runs-dir "$OUT/push-batch256" --json "$OUT/push_batch256.json"
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
+  --train-args '--prior-share 0.25' --runs-dir "$OUT/push-prior025" --json "$OUT/push_prior025.json"
