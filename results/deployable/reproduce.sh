@@ -238,3 +238,7 @@ python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-e
   --train-args '--batch-size 256' --runs-dir "$OUT/push-batch256" --json "$OUT/push_batch256.json"
 python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
   --train-args '--prior-share 0.25' --runs-dir "$OUT/push-prior025" --json "$OUT/push_prior025.json"
+# Section 24 (session of 2026-12-06, 10:17): push with a curriculum on the zone's distance over the first 15,000
+# steps (push_task_ramp_pilot.json).
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --jobs 2 --reeval-episodes 100 \
+  --train-args '--task-ramp-steps 15000' --runs-dir "$OUT/push-ramp" --json "$OUT/push_task_ramp.json"

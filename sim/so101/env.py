@@ -113,7 +113,8 @@ class SO101Env(gymnasium.Env):
     With ``cfg.randomize`` on, each reset draws a ``sim.randomization.Perturbation`` after placing the
     objects (so the nominal and the randomised twin start from the same states for a seed);
     ``reset(options={"perturbation": p})`` applies ``p`` instead (the held-out evaluation grid), and
-    ``perturbation`` holds the episode's draw.
+    ``perturbation`` holds the episode's draw. ``reset(options={"difficulty": d})`` (d in [0, 1]) narrows the
+    task's placements to their easiest share (push: the zone d of the way from 7 to 11 cm; a training curriculum).
     """
 
     metadata = {"render_modes": ["rgb_array"]}  # noqa: RUF012 (gymnasium declares it an instance variable)
@@ -190,7 +191,12 @@ class SO101Env(gymnasium.Env):
             return joints
 
         options = options or {}
-        self.start_episode(rng, noisy_home, options.get("perturbation"), options.get("randomize_scale", 1.0))
+        difficulty = float(options.get("difficulty", 1.0))
+        if not 0.0 <= difficulty <= 1.0:
+            raise SimError(f"reset option difficulty must be in [0, 1], got {difficulty}")
+        self.start_episode(
+            rng, noisy_home, options.get("perturbation"), options.get("randomize_scale", 1.0), difficulty
+        )
         status = self.task.evaluate(self.sim)
         return self._observation(), {"success": status.success, "progress": status.progress}
 
@@ -200,12 +206,13 @@ class SO101Env(gymnasium.Env):
         start_joints: Callable[[], Mapping[str, float]],
         perturbation: Perturbation | None = None,
         randomize_scale: float = 1.0,
+        difficulty: float = 1.0,
     ) -> None:
         """Reset the physics, let the task place its objects, put the arm at ``start_joints()`` and draw
         (or take) the episode's perturbation, all from ``rng`` in that order. ``reset`` starts its episodes
         here; so does the LeRobot twin (``sim.lerobot_twin``), from its own seed and start pose."""
         self.sim.reset()
-        self.task.reset(self.sim, rng)
+        self.task.reset(self.sim, rng, difficulty)
         self.sim.set_joint_positions(start_joints())
         self._targets = np.array([self.sim.joint_targets()[n] for n in JOINT_NAMES], dtype=np.float32)
         self._tcp_target = self.sim.tcp_position()

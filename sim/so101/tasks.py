@@ -40,6 +40,8 @@ LIFT_HEIGHT_M = 0.04
 """lift: success when the grasped cube's bottom is this high above the table."""
 PUSH_RADIUS_M = 0.03
 """push: success when the cube centre is this close (in the table plane) to the zone centre."""
+PUSH_DISTANCE_M = (0.07, 0.11)
+"""push: how far the zone's centre is from the cube's at the start (uniform; at difficulty d, the first d of it)."""
 SUCCESS_RADIUS_M = {"reach": REACH_RADIUS_M, "push": PUSH_RADIUS_M}
 """The tasks whose success is a distance to their goal (``goal_distance``) under a radius, and that radius:
 the ones ``SimConfig.reward_radius_m`` can tighten for the reward."""
@@ -64,8 +66,10 @@ class Task(Protocol):
     scripted_strategy: str
     """The scripted expert's strategy for this task, a key of ``sim.so101.scripted.STRATEGIES``."""
 
-    def reset(self, sim: SO101Sim, rng: np.random.Generator) -> None:
-        """Place the task's objects (and park the others) for a new episode."""
+    def reset(self, sim: SO101Sim, rng: np.random.Generator, difficulty: float = 1.0) -> None:
+        """Place the task's objects (and park the others) for a new episode. ``difficulty`` in [0, 1] narrows
+        the placements to their easiest share (a training curriculum; 1: the task's own ranges, the same draws
+        from ``rng`` at every difficulty). Only push has one; the other tasks ignore it."""
         ...
 
     def goal(self) -> np.ndarray:
@@ -121,7 +125,7 @@ class ReachTask:
     def __init__(self) -> None:
         self._target = np.zeros(3)
 
-    def reset(self, sim: SO101Sim, rng: np.random.Generator) -> None:
+    def reset(self, sim: SO101Sim, rng: np.random.Generator, difficulty: float = 1.0) -> None:
         sim.park_cube()
         _park(sim, "zone", "bin")
         while True:
@@ -159,7 +163,7 @@ class LiftTask:
     def __init__(self) -> None:
         self._goal = np.zeros(3)
 
-    def reset(self, sim: SO101Sim, rng: np.random.Generator) -> None:
+    def reset(self, sim: SO101Sim, rng: np.random.Generator, difficulty: float = 1.0) -> None:
         _park(sim, "target", "zone", "bin")
         _place_cube(sim, rng, (0.14, 0.24), (-0.1, 0.1))
         self._goal = sim.cube_position() + np.array([0.0, 0.0, LIFT_HEIGHT_M + 0.01])
@@ -189,13 +193,16 @@ class PushTask:
     def __init__(self) -> None:
         self._zone = np.zeros(3)
 
-    def reset(self, sim: SO101Sim, rng: np.random.Generator) -> None:
+    def reset(self, sim: SO101Sim, rng: np.random.Generator, difficulty: float = 1.0) -> None:
         _park(sim, "target", "bin")
         _place_cube(sim, rng, (0.15, 0.21), (-0.07, 0.07))
         cube = sim.cube_position()
         while True:
             angle = rng.uniform(-math.pi, math.pi)
-            zone = cube + rng.uniform(0.07, 0.11) * np.array([math.cos(angle), math.sin(angle), 0.0])
+            reach = PUSH_DISTANCE_M[0] + difficulty * rng.uniform(
+                0.0, PUSH_DISTANCE_M[1] - PUSH_DISTANCE_M[0]
+            )
+            zone = cube + reach * np.array([math.cos(angle), math.sin(angle), 0.0])
             radial = cube[:2] / np.linalg.norm(cube[:2])
             away = float(np.dot(zone[:2] - cube[:2], radial)) / np.linalg.norm(zone[:2] - cube[:2])
             # Pushes toward the base would need the gripper to pull: keep goals outward or sideways.
@@ -246,7 +253,7 @@ class PlaceTask:
     def __init__(self) -> None:
         self._bin = np.zeros(3)
 
-    def reset(self, sim: SO101Sim, rng: np.random.Generator) -> None:
+    def reset(self, sim: SO101Sim, rng: np.random.Generator, difficulty: float = 1.0) -> None:
         _park(sim, "target", "zone")
         side = 1.0 if rng.uniform() < 0.5 else -1.0
         cube_y = (0.02, 0.08) if side > 0 else (-0.08, -0.02)

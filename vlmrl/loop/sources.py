@@ -99,8 +99,9 @@ class EnvEpisodes:
                 break
             obs = next_obs
         stats = {"return": episode_return, "length": float(length), "success": float(success)}
-        if options and "randomize_scale" in options:  # the curriculum's stage, in the logs and curves
-            stats["randomize_scale"] = float(options["randomize_scale"])
+        for key in ("randomize_scale", "difficulty"):  # the curricula's stages, in the logs and curves
+            if options and key in options:
+                stats[key] = float(options[key])
         return stats
 
 

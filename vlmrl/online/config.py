@@ -167,6 +167,10 @@ class TrainConfig:
     counted in total_steps. It must hold the arrays this run stores (same keys, cameras and image size)."""
     skip_corrupt: bool = False
     """With ``prior_data``: leave out its damaged episodes (named on the terminal) instead of stopping."""
+    task_ramp_steps: int = 0
+    """A curriculum on the task (twin push): each training episode's zone lies at most ``step / N`` of the way
+    from 7 to 11 cm from the cube (the reset option ``difficulty``), so the first pushes are short and the
+    task's own range is reached at step N; demonstrations and evaluations use the task's own range. 0: none."""
     randomize_ramp_steps: int = 0
     """With ``--sim.randomize``: a curriculum. Each training episode's perturbation is drawn at most
     ``step / N`` of the full ranges (every factor's magnitude uniform in [0, step / N] x its range), so the
@@ -322,6 +326,13 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
             "agent.actor_reads_estimate reads the auxiliary head's state estimate: add --asymmetric-critic and "
             "--agent.privileged-aux-weight > 0"
         )
+    if cfg.task_ramp_steps and (cfg.sim.suite != "so101" or cfg.sim.task != "push"):
+        raise ConfigError(
+            f"task_ramp_steps ramps the push zone's distance: it needs --sim.task push on the SO-101 twin, "
+            f"not {cfg.sim.suite} {cfg.sim.task}"
+        )
+    if cfg.task_ramp_steps and cfg.actors:
+        raise ConfigError("task_ramp_steps is not supported with --actors (the env actors draw their own)")
     if cfg.randomize_ramp_steps < 0:
         raise ConfigError(f"randomize_ramp_steps must be >= 0, got {cfg.randomize_ramp_steps}")
     if cfg.randomize_ramp_steps and (cfg.sim.suite != "so101" or cfg.sim.randomize.preset == "none"):
@@ -417,6 +428,7 @@ register(
         "demo_action_noise": NON_NEGATIVE,
         "prior_share": UNIT,
         "randomize_ramp_steps": NON_NEGATIVE,
+        "task_ramp_steps": NON_NEGATIVE,
         "learning_starts": NON_NEGATIVE,
         "batch_size": AT_LEAST_ONE,
         "eval_every_steps": AT_LEAST_ONE,

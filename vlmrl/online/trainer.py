@@ -383,7 +383,7 @@ class Trainer:
         cfg = self.cfg
         seed_base = cfg.seed * TRAIN_SEED_STRIDE
         if not cfg.actors:
-            ramp = self._randomize_ramp if cfg.randomize_ramp_steps else None
+            ramp = self._reset_options if cfg.randomize_ramp_steps or cfg.task_ramp_steps else None
             return EnvEpisodes(self.env, self.buffer, self.stored_keys, seed_base, reset_options=ramp)
         from vlmrl.actors.ray_source import ActorEpisodes, connect  # imports Ray: only with --actors
 
@@ -402,10 +402,16 @@ class Trainer:
         print(f"vlmrl train: {cfg.actors} env actors on the Ray cluster (learner: this process)")
         return self.actors
 
-    def _randomize_ramp(self) -> dict[str, Any]:
-        """Reset options of the next training episode under ``--randomize-ramp-steps``: the share of the
-        randomisation ranges reached at this step (checkpointed with the step, so a resume is exact)."""
-        return {"randomize_scale": min(1.0, self.state.step / self.cfg.randomize_ramp_steps)}
+    def _reset_options(self) -> dict[str, Any]:
+        """Reset options of the next training episode under ``--randomize-ramp-steps`` and ``--task-ramp-steps``:
+        the share of the randomisation ranges and of the task's difficulty reached at this step (checkpointed with
+        the step, so a resume is exact)."""
+        cfg, options = self.cfg, {}
+        if cfg.randomize_ramp_steps:
+            options["randomize_scale"] = min(1.0, self.state.step / cfg.randomize_ramp_steps)
+        if cfg.task_ramp_steps:
+            options["difficulty"] = min(1.0, self.state.step / cfg.task_ramp_steps)
+        return options
 
     def _add_demonstrations(self) -> None:
         """Put the scripted expert's episodes in the buffer (once per run, before the first step)."""
