@@ -66,10 +66,10 @@ class Task(Protocol):
     scripted_strategy: str
     """The scripted expert's strategy for this task, a key of ``sim.so101.scripted.STRATEGIES``."""
 
-    def reset(self, sim: SO101Sim, rng: np.random.Generator, difficulty: float = 1.0) -> None:
-        """Place the task's objects (and park the others) for a new episode. ``difficulty`` in [0, 1] narrows
-        the placements to their easiest share (a training curriculum; 1: the task's own ranges, the same draws
-        from ``rng`` at every difficulty). Only push has one; the other tasks ignore it."""
+    def reset(self, sim: SO101Sim, rng: np.random.Generator) -> None:
+        """Place the task's objects (and park the others) for a new episode. A task may also take a keyword
+        ``difficulty`` in [0, 1] that narrows its placements to their easiest share (a training curriculum, the
+        env's reset option; 1, the task's own ranges, is never passed); push does."""
         ...
 
     def goal(self) -> np.ndarray:
@@ -125,7 +125,7 @@ class ReachTask:
     def __init__(self) -> None:
         self._target = np.zeros(3)
 
-    def reset(self, sim: SO101Sim, rng: np.random.Generator, difficulty: float = 1.0) -> None:
+    def reset(self, sim: SO101Sim, rng: np.random.Generator) -> None:
         sim.park_cube()
         _park(sim, "zone", "bin")
         while True:
@@ -163,7 +163,7 @@ class LiftTask:
     def __init__(self) -> None:
         self._goal = np.zeros(3)
 
-    def reset(self, sim: SO101Sim, rng: np.random.Generator, difficulty: float = 1.0) -> None:
+    def reset(self, sim: SO101Sim, rng: np.random.Generator) -> None:
         _park(sim, "target", "zone", "bin")
         _place_cube(sim, rng, (0.14, 0.24), (-0.1, 0.1))
         self._goal = sim.cube_position() + np.array([0.0, 0.0, LIFT_HEIGHT_M + 0.01])
@@ -253,7 +253,7 @@ class PlaceTask:
     def __init__(self) -> None:
         self._bin = np.zeros(3)
 
-    def reset(self, sim: SO101Sim, rng: np.random.Generator, difficulty: float = 1.0) -> None:
+    def reset(self, sim: SO101Sim, rng: np.random.Generator) -> None:
         _park(sim, "target", "zone")
         side = 1.0 if rng.uniform() < 0.5 else -1.0
         cube_y = (0.02, 0.08) if side > 0 else (-0.08, -0.02)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -41,6 +43,13 @@ def test_push_difficulty_narrows_the_zone_distance_and_keeps_the_task_at_one() -
             env.reset(seed=0, options={"difficulty": 1.5})
     finally:
         env.close()
+    reach = make_env(dataclasses.replace(PUSH, task="reach"))
+    try:
+        reach.reset(seed=0, options={"difficulty": 1.0})  # the task's own: any task takes it
+        with pytest.raises(SimError, match="reset option difficulty: task 'reach' has none"):
+            reach.reset(seed=0, options={"difficulty": 0.5})
+    finally:
+        reach.close()
 
 
 def test_the_task_curriculum_ramps_training_episodes_only(tmp_path) -> None:
