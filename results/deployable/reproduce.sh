@@ -206,39 +206,37 @@ vlmrl evaluate --policy "$OUT/lift-tgt/lift-s0/policy.pt" --robot.unit a/factors
   --torch-threads 1 --out-dir "$OUT/units-tgt/tgt-s0-factors"
 python_script results/deployable/units_summary.py "$OUT/units-tgt" --conditions tgt --seeds 0 1 2 3 4 \
   --baseline results/deployable/units_lift_std.json:std --json "$OUT/units_lift_targets.json"
+# Sections 18-24: two-seed push pilots, each its final policies re-evaluated on 100 fresh seeds.
+# push_pilot RUNS_DIR JSON TRAIN_ARGS [more deployable_tasks.py options]
+push_pilot() {
+  local runs=$1 json=$2 args=$3
+  shift 3
+  python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 "$@" --reeval-episodes 100 \
+    --train-args "$args" --runs-dir "$OUT/$runs" --json "$OUT/$json"
+}
 # Section 18 (session of 2026-12-06, 02:30; at a8ebcae): push trained with the reward paid only within 2 cm of the
 # zone's centre, success still 3 cm (push_reward_radius_pilot.json; its gate failed, seeds 2-4 not run).
-python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
-  --train-args '--sim.reward-radius-m 0.02' --runs-dir "$OUT/push-r2" --json "$OUT/push_reward_radius.json"
+push_pilot push-r2 push_reward_radius.json '--sim.reward-radius-m 0.02'
 # Section 19 (session of 2026-12-06, 03:00; at f79e426): push with the wrist camera beside the front one
 # (push_wrist_pilot.json; its gate failed, seeds 2-4 not run).
-python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
-  --train-args '--sim.cameras front wrist' --runs-dir "$OUT/push-wrist" --json "$OUT/push_wrist.json"
+push_pilot push-wrist push_wrist.json '--sim.cameras front wrist'
 # Section 20 (session of 2026-12-06, 08:30): push with three-step returns and with a behaviour-cloning weight of
 # 1.0 (push_nstep3_pilot.json, push_bc1_pilot.json).
-python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
-  --train-args '--buffer.n-step 3' --runs-dir "$OUT/push-nstep3" --json "$OUT/push_nstep3.json"
-python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
-  --train-args '--agent.bc-weight 1.0' --runs-dir "$OUT/push-bc1" --json "$OUT/push_bc1.json"
+push_pilot push-nstep3 push_nstep3.json '--buffer.n-step 3'
+push_pilot push-bc1 push_bc1.json '--agent.bc-weight 1.0'
 # Section 21 (session of 2026-12-06, 09:10): push from demonstrations recorded with noise on the expert's actions
 # (push_demo_noise02_pilot.json, push_demo_noise03_pilot.json).
 for s in 0.2 0.3; do
-  python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
-    --train-args "--demo-action-noise $s" --runs-dir "$OUT/push-dnoise$s" --json "$OUT/push_demo_noise$s.json"
+  push_pilot "push-dnoise$s" "push_demo_noise$s.json" "--demo-action-noise $s"
 done
 # Section 22 (session of 2026-12-06, 09:15): push with actor and critics of 256 x 256 and 256 x 256 x 256 units
 # (push_h256x2_pilot.json, push_h256x3_pilot.json).
-python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
-  --train-args '--agent.hidden-dims 256 256' --runs-dir "$OUT/push-h256x2" --json "$OUT/push_h256x2.json"
-python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
-  --train-args '--agent.hidden-dims 256 256 256' --runs-dir "$OUT/push-h256x3" --json "$OUT/push_h256x3.json"
+push_pilot push-h256x2 push_h256x2.json '--agent.hidden-dims 256 256'
+push_pilot push-h256x3 push_h256x3.json '--agent.hidden-dims 256 256 256'
 # Section 23 (session of 2026-12-06, 09:47): push with batches of 256 and with a quarter of each batch from the
 # demonstrations (push_batch256_pilot.json, push_prior025_pilot.json).
-python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
-  --train-args '--batch-size 256' --runs-dir "$OUT/push-batch256" --json "$OUT/push_batch256.json"
-python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --reeval-episodes 100 \
-  --train-args '--prior-share 0.25' --runs-dir "$OUT/push-prior025" --json "$OUT/push_prior025.json"
+push_pilot push-batch256 push_batch256.json '--batch-size 256'
+push_pilot push-prior025 push_prior025.json '--prior-share 0.25'
 # Section 24 (session of 2026-12-06, 10:17): push with a curriculum on the zone's distance over the first 15,000
 # steps (push_task_ramp_pilot.json).
-python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 --jobs 2 --reeval-episodes 100 \
-  --train-args '--task-ramp-steps 15000' --runs-dir "$OUT/push-ramp" --json "$OUT/push_task_ramp.json"
+push_pilot push-ramp push_task_ramp.json '--task-ramp-steps 15000' --jobs 2
