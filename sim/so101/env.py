@@ -192,13 +192,12 @@ class SO101Env(gymnasium.Env):
             return joints
 
         options = options or {}
-        difficulty = float(options.get("difficulty", 1.0))
-        if not 0.0 <= difficulty <= 1.0:
-            raise SimError(f"reset option difficulty must be in [0, 1], got {difficulty}")
-        if difficulty != 1.0 and "difficulty" not in inspect.signature(self.task.reset).parameters:
-            raise SimError(f"reset option difficulty: task {self.cfg.task!r} has none (push has)")
         self.start_episode(
-            rng, noisy_home, options.get("perturbation"), options.get("randomize_scale", 1.0), difficulty
+            rng,
+            noisy_home,
+            options.get("perturbation"),
+            options.get("randomize_scale", 1.0),
+            float(options.get("difficulty", 1.0)),
         )
         status = self.task.evaluate(self.sim)
         return self._observation(), {"success": status.success, "progress": status.progress}
@@ -214,11 +213,15 @@ class SO101Env(gymnasium.Env):
         """Reset the physics, let the task place its objects, put the arm at ``start_joints()`` and draw
         (or take) the episode's perturbation, all from ``rng`` in that order. ``reset`` starts its episodes
         here; so does the LeRobot twin (``sim.lerobot_twin``), from its own seed and start pose."""
+        if not 0.0 <= difficulty <= 1.0:
+            raise SimError(f"reset option difficulty must be in [0, 1], got {difficulty}")
+        if difficulty != 1.0 and "difficulty" not in inspect.signature(self.task.reset).parameters:
+            raise SimError(f"reset option difficulty: task {self.cfg.task!r} has none (push has)")
         self.sim.reset()
         if difficulty == 1.0:  # the task's own ranges (tasks without a difficulty take no keyword)
             self.task.reset(self.sim, rng)
         else:
-            self.task.reset(self.sim, rng, difficulty=difficulty)  # type: ignore[call-arg]  # checked in reset
+            self.task.reset(self.sim, rng, difficulty=difficulty)  # type: ignore[call-arg]  # checked above
         self.sim.set_joint_positions(start_joints())
         self._targets = np.array([self.sim.joint_targets()[n] for n in JOINT_NAMES], dtype=np.float32)
         self._tcp_target = self.sim.tcp_position()

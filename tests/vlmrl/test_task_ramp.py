@@ -77,5 +77,7 @@ def test_the_task_curriculum_is_refused_off_push(tmp_path) -> None:
         ConfigError, match=r"task_ramp_steps ramps the push zone.s distance: it needs --sim\.task push"
     ):
         main(tiny(tmp_path / "reach", task_ramp_steps=100))
+    with pytest.raises(ConfigError, match="task_ramp_steps is not supported with --actors"):
+        main(tiny(tmp_path / "actors", sim=PUSH, task_ramp_steps=100, actors=2))
     with pytest.raises(ConfigError, match="task_ramp_steps must be >= 0"):
         main(tiny(tmp_path / "neg", sim=PUSH, task_ramp_steps=-1))

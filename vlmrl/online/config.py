@@ -333,8 +333,6 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
             f"task_ramp_steps ramps the push zone's distance: it needs --sim.task push on the SO-101 twin, "
             f"not {cfg.sim.suite} {cfg.sim.task}"
         )
-    if cfg.task_ramp_steps and cfg.actors:
-        raise ConfigError("task_ramp_steps is not supported with --actors (the env actors draw their own)")
     if cfg.randomize_ramp_steps < 0:
         raise ConfigError(f"randomize_ramp_steps must be >= 0, got {cfg.randomize_ramp_steps}")
     if cfg.randomize_ramp_steps and (cfg.sim.suite != "so101" or cfg.sim.randomize.preset == "none"):
@@ -342,10 +340,9 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
             "randomize_ramp_steps ramps the twin's randomisation up: set --sim.randomize.preset "
             "(light, medium or strong) on the SO-101 twin"
         )
-    if cfg.randomize_ramp_steps and cfg.actors:
-        raise ConfigError(
-            "randomize_ramp_steps is not supported with --actors (the env actors draw their own)"
-        )
+    for ramp in ("randomize_ramp_steps", "task_ramp_steps"):  # curricula reach only the learner's own env
+        if getattr(cfg, ramp) and cfg.actors:
+            raise ConfigError(f"{ramp} is not supported with --actors (the env actors draw their own)")
     if cfg.asymmetric_critic and cfg.policy_obs != "robot":
         raise ConfigError(
             "asymmetric_critic needs --policy-obs robot (with state the actor reads it already)"
