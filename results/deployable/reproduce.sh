@@ -240,3 +240,7 @@ push_pilot push-prior025 push_prior025.json '--prior-share 0.25'
 # Section 24 (session of 2026-12-06, 10:17): push with a curriculum on the zone's distance over the first 15,000
 # steps (push_task_ramp_pilot.json).
 push_pilot push-ramp push_task_ramp.json '--task-ramp-steps 15000' --jobs 2
+# Section 25 (session of 2026-12-06, 11:50): push with training episodes jump-started by the scripted expert, its
+# share falling to none at step 15,000 and at step 30,000 (push_jump15k_pilot.json, push_jump30k_pilot.json).
+push_pilot push-jump15k push_jump15k.json '--jump-start-steps 15000' --jobs 2
+push_pilot push-jump30k push_jump30k.json '--jump-start-steps 30000' --jobs 2

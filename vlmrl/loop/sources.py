@@ -58,6 +58,9 @@ class EnvEpisodes:
             randomisation curriculum); None: no options.
         steps_after_success: an episode ends (truncated, not terminal) this many steps after its first
             success; None: at the env's own end.
+        guide: called after each reset with the episode's index: how many first steps of it a guide policy
+            drives, and the guide's ``act`` (``vlmrl train --jump-start-steps``: the scripted expert, JSRL);
+            its steps are stored as any other. None: ``act`` drives every step.
     """
 
     def __init__(
@@ -69,19 +72,22 @@ class EnvEpisodes:
         extra_info: dict[str, float] | None = None,
         reset_options: Callable[[], dict[str, Any]] | None = None,
         steps_after_success: int | None = None,
+        guide: Callable[[int], tuple[int, Act]] | None = None,
     ) -> None:
         self.env, self.buffer, self.stored_keys, self.seed_base = env, buffer, list(stored_keys), seed_base
         self.extra_info = extra_info or {}
         self.reset_options = reset_options
         self.steps_after_success = steps_after_success
+        self.guide = guide
 
     def collect(self, episode: int, act: Act, after_step: Callable[[], None]) -> dict[str, float]:
         """One episode with ``act`` choosing actions (see ``ExperienceSource.collect``)."""
         options = self.reset_options() if self.reset_options is not None else None
         obs, _ = self.env.reset(seed=self.seed_base + episode, options=options)
+        guided, guide_act = self.guide(episode) if self.guide is not None else (0, act)
         episode_return, length, success, since_success = 0.0, 0, False, 0
         while True:
-            action = act(obs)
+            action = guide_act(obs) if length < guided else act(obs)
             next_obs, reward, terminated, truncated, info = self.env.step(action)
             success = success or bool(info["success"])
             if success and self.steps_after_success is not None:
@@ -102,6 +108,8 @@ class EnvEpisodes:
         for key in ("randomize_scale", "difficulty"):  # the curricula's stages, in the logs and curves
             if options and key in options:
                 stats[key] = float(options[key])
+        if self.guide is not None:
+            stats["guide_steps"] = float(min(guided, length))
         return stats
 
 

@@ -173,6 +173,15 @@ class TrainConfig:
     task's own range is reached at step N; demonstrations and evaluations use the task's own range. At N =
     15,000 push ended where the recipe does (54% against 63% on fresh seeds; results/deployable, section 24).
     0: none."""
+    jump_start_steps: int = 0
+    """Jump-start the training episodes with the scripted expert (JSRL, Uchendu et al. 2023): episode e begins with
+    the expert driving its first h steps, h uniform in [0, H], then the policy takes over from the state the
+    expert left; H falls linearly from ``jump_start_horizon`` to 0 at env step N, so the policy first learns the
+    ends of the task and then ever more of it on its own. The expert's steps are stored and counted as any
+    training step (logged as train/guide_steps); demonstrations and evaluations are not guided. 0: none."""
+    jump_start_horizon: int = 40
+    """With ``jump_start_steps``: the most steps the expert drives at the run's start (the twin's push expert
+    reaches the zone in 12-37 steps)."""
     randomize_ramp_steps: int = 0
     """With ``--sim.randomize``: a curriculum. Each training episode's perturbation is drawn at most
     ``step / N`` of the full ranges (every factor's magnitude uniform in [0, step / N] x its range), so the
@@ -340,9 +349,17 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
             "randomize_ramp_steps ramps the twin's randomisation up: set --sim.randomize.preset "
             "(light, medium or strong) on the SO-101 twin"
         )
-    for ramp in ("randomize_ramp_steps", "task_ramp_steps"):  # curricula reach only the learner's own env
+    if cfg.jump_start_steps and cfg.sim.suite not in EXPERTS:
+        raise ConfigError(
+            f"jump_start_steps needs a scripted expert (--sim.suite {' or '.join(sorted(EXPERTS))}), "
+            f"and {cfg.sim.suite!r} has none"
+        )
+    # The curricula and the expert's jump starts reach only the learner's own env.
+    for ramp in ("randomize_ramp_steps", "task_ramp_steps", "jump_start_steps"):
         if getattr(cfg, ramp) and cfg.actors:
-            raise ConfigError(f"{ramp} is not supported with --actors (the env actors draw their own)")
+            raise ConfigError(
+                f"{ramp} is not supported with --actors (it reaches only the learner's own env)"
+            )
     if cfg.asymmetric_critic and cfg.policy_obs != "robot":
         raise ConfigError(
             "asymmetric_critic needs --policy-obs robot (with state the actor reads it already)"
@@ -428,6 +445,8 @@ register(
         "prior_share": UNIT,
         "randomize_ramp_steps": NON_NEGATIVE,
         "task_ramp_steps": NON_NEGATIVE,
+        "jump_start_steps": NON_NEGATIVE,
+        "jump_start_horizon": AT_LEAST_ONE,
         "learning_starts": NON_NEGATIVE,
         "batch_size": AT_LEAST_ONE,
         "eval_every_steps": AT_LEAST_ONE,

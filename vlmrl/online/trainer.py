@@ -61,6 +61,9 @@ SCORE_CALIBRATION_FILE = "score_calibration.json"
 """Run-directory copy of ``--score-calibration``: a resume reads it, so an edited file cannot change it."""
 DEMO_SEED_OFFSET = 90_000
 """Demonstration episode d of a run with seed s resets with seed s * TRAIN_SEED_STRIDE + DEMO_SEED_OFFSET + d."""
+JUMP_START_SEED_OFFSET = 91_000
+"""``--jump-start-steps``: training episode e of a run with seed s draws its guided steps from the generator seeded
+[s, JUMP_START_SEED_OFFSET, e] (a resumed run draws what the uninterrupted one did)."""
 
 
 def noisy_actions(
@@ -113,6 +116,7 @@ class Trainer:
         self.cfg, self.run_dir = cfg, run_dir
         make = self.make_env = env_factory or make_env
         self.actors: Any = None  # the Ray env actors of --actors (vlmrl.actors.ray_source.ActorEpisodes)
+        self._guide: Any = None  # the scripted expert that jump-starts training episodes (--jump-start-steps)
         self.env = make(cfg.sim)
         self.eval_env = make(cfg.sim)
         self.car: Any = None  # the Code-as-Reward wrapper (issue #17) when cfg.reward_program is set
@@ -384,7 +388,10 @@ class Trainer:
         seed_base = cfg.seed * TRAIN_SEED_STRIDE
         if not cfg.actors:
             ramp = self._reset_options if cfg.randomize_ramp_steps or cfg.task_ramp_steps else None
-            return EnvEpisodes(self.env, self.buffer, self.stored_keys, seed_base, reset_options=ramp)
+            guide = self._jump_start if cfg.jump_start_steps else None
+            return EnvEpisodes(
+                self.env, self.buffer, self.stored_keys, seed_base, reset_options=ramp, guide=guide
+            )
         from vlmrl.actors.ray_source import ActorEpisodes, connect  # imports Ray: only with --actors
 
         connect(cfg.ray.address)
@@ -412,6 +419,20 @@ class Trainer:
         if cfg.task_ramp_steps:
             options["difficulty"] = min(1.0, self.state.step / cfg.task_ramp_steps)
         return options
+
+    def _jump_start(self, episode: int) -> tuple[int, Callable[[Any], np.ndarray]]:
+        """``--jump-start-steps``: how many first steps of training episode ``episode`` the scripted expert drives
+        (uniform in [0, H], H falling linearly from ``jump_start_horizon`` to 0 at step ``jump_start_steps``), and
+        its ``act``; called after the episode's reset."""
+        cfg = self.cfg
+        if self._guide is None:
+            self._guide = make_expert(self.env)
+        horizon = round(cfg.jump_start_horizon * max(0.0, 1.0 - self.state.step / cfg.jump_start_steps))
+        steps = int(
+            np.random.default_rng([cfg.seed, JUMP_START_SEED_OFFSET, episode]).integers(0, horizon + 1)
+        )
+        self._guide.reset()
+        return steps, self._guide.act
 
     def _add_demonstrations(self) -> None:
         """Put the scripted expert's episodes in the buffer (once per run, before the first step)."""
