@@ -244,3 +244,10 @@ push_pilot push-ramp push_task_ramp.json '--task-ramp-steps 15000' --jobs 2
 # share falling to none at step 15,000 and at step 30,000 (push_jump15k_pilot.json, push_jump30k_pilot.json).
 push_pilot push-jump15k push_jump15k.json '--jump-start-steps 15000' --jobs 2
 push_pilot push-jump30k push_jump30k.json '--jump-start-steps 30000' --jobs 2
+# Section 26 (session of 2026-12-06, 12:55): a screen of learner levers on push from the state vector
+# (push_state_*_screen.json): the recipe from state, no cloning term, UTD 4 with 10 critics, gamma 0.99.
+PUSH_STATE='--policy-obs state --no-asymmetric-critic --agent.privileged-aux-weight 0 --sim.cameras'
+push_pilot push-state-ref push_state_ref.json "$PUSH_STATE" --jobs 2
+push_pilot push-state-bc0 push_state_bc0.json "$PUSH_STATE --agent.bc-weight 0" --jobs 2
+push_pilot push-state-utd4e10 push_state_utd4e10.json "$PUSH_STATE --agent.utd-ratio 4 --agent.num-critics 10" --jobs 2
+push_pilot push-state-g99 push_state_g99.json "$PUSH_STATE --buffer.gamma 0.99" --jobs 2

@@ -178,7 +178,9 @@ class TrainConfig:
     the expert driving its first h steps, h uniform in [0, H], then the policy takes over from the state the
     expert left; H falls linearly from ``jump_start_horizon`` to 0 at env step N, so the policy first learns the
     ends of the task and then ever more of it on its own. The expert's steps are stored and counted as any
-    training step (logged as train/guide_steps); demonstrations and evaluations are not guided. 0: none."""
+    training step (logged as train/guide_steps); demonstrations and evaluations are not guided. On push it hurt:
+    44.5% and 45% on fresh seeds at N = 15,000 and 30,000 against the recipe's 63% (seeds 0-1; results/deployable,
+    section 25). 0: none."""
     jump_start_horizon: int = 40
     """With ``jump_start_steps``: the most steps the expert drives at the run's start (the twin's push expert
     reaches the zone in 12-37 steps)."""
