@@ -251,3 +251,11 @@ push_pilot push-state-ref push_state_ref.json "$PUSH_STATE" --jobs 2
 push_pilot push-state-bc0 push_state_bc0.json "$PUSH_STATE --agent.bc-weight 0" --jobs 2
 push_pilot push-state-utd4e10 push_state_utd4e10.json "$PUSH_STATE --agent.utd-ratio 4 --agent.num-critics 10" --jobs 2
 push_pilot push-state-g99 push_state_g99.json "$PUSH_STATE --buffer.gamma 0.99" --jobs 2
+# Section 27 (session of 2026-12-06, 12:20): push from the state vector with the reward paid within 2 cm, and with a
+# cloning weight of 1.0 (push_state_r2_screen.json, push_state_bc1_screen.json).
+push_pilot push-state-r2 push_state_r2.json "$PUSH_STATE --sim.reward-radius-m 0.02" --jobs 2
+push_pilot push-state-bc1 push_state_bc1.json "$PUSH_STATE --agent.bc-weight 1.0" --jobs 2
+# Where the pushes of section 26's reference and of section 27's cells stop (seed 1's final policies, 30 fresh
+# episodes run to the time limit; push_probe_state.json).
+python_script benchmarks/push_probe.py "$OUT/push-state-ref/push-s1/policy.pt" "$OUT/push-state-r2/push-s1/policy.pt" \
+  "$OUT/push-state-bc1/push-s1/policy.pt" --expert --episodes 30 --json "$OUT/push_probe_state.json"
