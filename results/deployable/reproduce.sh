@@ -259,3 +259,7 @@ push_pilot push-state-bc1 push_state_bc1.json "$PUSH_STATE --agent.bc-weight 1.0
 # episodes run to the time limit; push_probe_state.json).
 python_script benchmarks/push_probe.py "$OUT/push-state-ref/push-s1/policy.pt" "$OUT/push-state-r2/push-s1/policy.pt" \
   "$OUT/push-state-bc1/push-s1/policy.pt" --expert --episodes 30 --json "$OUT/push_probe_state.json"
+# Section 28 (session of 2026-12-06, 12:35): push with the expert taking over training episodes stalled for 10
+# steps, its steps with the demonstrations (push_takeover_pilot.json; push_state_takeover_screen.json).
+push_pilot push-takeover push_takeover.json '--takeover-stall-steps 10 --buffer.prior-info-key intervention' --jobs 2
+push_pilot push-state-takeover push_state_takeover.json "$PUSH_STATE --takeover-stall-steps 10 --buffer.prior-info-key intervention" --jobs 2

@@ -17,7 +17,10 @@ import numpy as np
 from vlmrl.loop.arm_actions import ActionConverter, agent_action, arm_targets
 from vlmrl.loop.learner import Act
 
-ROBOT_INFO_KEYS = ("success", "progress", "intervention")
+INTERVENTION_KEY = "intervention"
+"""Per-step info flag (0/1) of the steps someone other than the policy drove: an operator's takeover on a robot,
+the scripted expert's under `vlmrl train --takeover-stall-steps`."""
+ROBOT_INFO_KEYS = ("success", "progress", INTERVENTION_KEY)
 """Per-step info a robot episode stores (the operator's takeovers included)."""
 STORE_ACTIONS = ("sent", "policy")
 """What a policy-driven robot step stores as its action (``RobotEpisodes``' ``store_action``)."""
@@ -61,6 +64,10 @@ class EnvEpisodes:
         guide: called after each reset with the episode's index: how many first steps of it a guide policy
             drives, and the guide's ``act`` (``vlmrl train --jump-start-steps``: the scripted expert, JSRL);
             its steps are stored as any other. None: ``act`` drives every step.
+        takeover: an expert that may take over for the rest of an episode (``vlmrl train
+            --takeover-stall-steps``, ``vlmrl.online.takeover.StallTakeover``: ``begin()`` after each reset,
+            ``drives(task_holds)`` before each step, ``act(obs)``, ``stepped()`` after each step); every step then
+            stores ``info[INTERVENTION_KEY]``, 1 where it drove. None: no takeovers.
     """
 
     def __init__(
@@ -73,22 +80,37 @@ class EnvEpisodes:
         reset_options: Callable[[], dict[str, Any]] | None = None,
         steps_after_success: int | None = None,
         guide: Callable[[int], tuple[int, Act]] | None = None,
+        takeover: Any = None,
     ) -> None:
         self.env, self.buffer, self.stored_keys, self.seed_base = env, buffer, list(stored_keys), seed_base
         self.extra_info = extra_info or {}
         self.reset_options = reset_options
         self.steps_after_success = steps_after_success
         self.guide = guide
+        self.takeover = takeover
 
     def collect(self, episode: int, act: Act, after_step: Callable[[], None]) -> dict[str, float]:
         """One episode with ``act`` choosing actions (see ``ExperienceSource.collect``)."""
         options = self.reset_options() if self.reset_options is not None else None
         obs, _ = self.env.reset(seed=self.seed_base + episode, options=options)
         guided, guide_act = self.guide(episode) if self.guide is not None else (0, act)
+        takeover = self.takeover
+        if takeover is not None:
+            takeover.begin()
         episode_return, length, success, since_success = 0.0, 0, False, 0
+        holds, interventions = False, 0
         while True:
-            action = guide_act(obs) if length < guided else act(obs)
+            taking = takeover is not None and takeover.drives(holds)
+            if taking:
+                action = takeover.act(obs)
+            else:
+                action = guide_act(obs) if length < guided else act(obs)
             next_obs, reward, terminated, truncated, info = self.env.step(action)
+            holds = bool(info["success"])
+            if takeover is not None:
+                takeover.stepped()
+                info = {**info, INTERVENTION_KEY: float(taking)}
+                interventions += taking
             success = success or bool(info["success"])
             if success and self.steps_after_success is not None:
                 truncated = truncated or (not terminated and since_success >= self.steps_after_success)
@@ -110,6 +132,8 @@ class EnvEpisodes:
                 stats[key] = float(options[key])
         if self.guide is not None:
             stats["guide_steps"] = float(min(guided, length))
+        if takeover is not None:  # logged as train/interventions and train/takeovers
+            stats["interventions"], stats["takeovers"] = float(interventions), float(interventions > 0)
         return stats
 
 

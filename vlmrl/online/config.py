@@ -184,6 +184,15 @@ class TrainConfig:
     jump_start_horizon: int = 40
     """With ``jump_start_steps``: the most steps the expert drives at the run's start (the twin's push expert
     reaches the zone in 12-37 steps)."""
+    takeover_stall_steps: int = 0
+    """The scripted expert takes over a training episode once the policy stalls (HIL-SERL's interventions, an
+    operator scripted as in `vlmrl finetune --operator scripted`): when the twin's tool has moved less than
+    ``takeover_stall_m`` over the last N steps while the task does not hold, the expert drives to the episode's
+    end. Its steps count as training steps and store ``info["intervention"]`` = 1 (logged as train/interventions
+    and train/takeovers); with ``--buffer.prior-info-key intervention`` they join the demonstrations and are
+    cloned, so the actor learns what the expert does where the policy stopped. SO-101 twin only. 0: none."""
+    takeover_stall_m: float = 0.005
+    """With ``takeover_stall_steps``: the least movement of the tool (metres) over the window that is not a stall."""
     randomize_ramp_steps: int = 0
     """With ``--sim.randomize``: a curriculum. Each training episode's perturbation is drawn at most
     ``step / N`` of the full ranges (every factor's magnitude uniform in [0, step / N] x its range), so the
@@ -356,8 +365,14 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
             f"jump_start_steps needs a scripted expert (--sim.suite {' or '.join(sorted(EXPERTS))}), "
             f"and {cfg.sim.suite!r} has none"
         )
-    # The curricula and the expert's jump starts reach only the learner's own env.
-    for ramp in ("randomize_ramp_steps", "task_ramp_steps", "jump_start_steps"):
+    if cfg.takeover_stall_steps and cfg.sim.suite != "so101":
+        raise ConfigError(
+            f"takeover_stall_steps watches the SO-101 twin's tool: it needs --sim.suite so101, not {cfg.sim.suite!r}"
+        )
+    if cfg.takeover_stall_steps == 1:
+        raise ConfigError("takeover_stall_steps must be 0 (off) or >= 2 (a window of steps), got 1")
+    # The curricula, the expert's jump starts and its takeovers reach only the learner's own env.
+    for ramp in ("randomize_ramp_steps", "task_ramp_steps", "jump_start_steps", "takeover_stall_steps"):
         if getattr(cfg, ramp) and cfg.actors:
             raise ConfigError(
                 f"{ramp} is not supported with --actors (it reaches only the learner's own env)"
@@ -449,6 +464,8 @@ register(
         "task_ramp_steps": NON_NEGATIVE,
         "jump_start_steps": NON_NEGATIVE,
         "jump_start_horizon": AT_LEAST_ONE,
+        "takeover_stall_steps": NON_NEGATIVE,
+        "takeover_stall_m": POSITIVE,
         "learning_starts": NON_NEGATIVE,
         "batch_size": AT_LEAST_ONE,
         "eval_every_steps": AT_LEAST_ONE,

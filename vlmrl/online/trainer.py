@@ -42,11 +42,12 @@ from vlmrl.loop.assembly import ScoringSpec, StoreSpec, build_agent, build_learn
 from vlmrl.loop.checkpoint import load_checkpoint, memory_buffer_path, save_checkpoint
 from vlmrl.loop.learner import LoopState, UpdatePlan
 from vlmrl.loop.prior_data import add_prior_data, check_prior_data
-from vlmrl.loop.sources import EnvEpisodes, StagedSteps
+from vlmrl.loop.sources import INTERVENTION_KEY, EnvEpisodes, StagedSteps
 from vlmrl.online.config import TrainConfig, check_config, resolve_buffer_config, resolved_dict
 from vlmrl.online.offline_handover import load_offline_agent
 from vlmrl.online.progress import TrainProgress
 from vlmrl.online.report import write_report
+from vlmrl.online.takeover import StallTakeover
 from vlmrl.scorers.car_reward import wrap_with_program
 from vlmrl.scorers.choice import ready_scorer
 
@@ -340,7 +341,12 @@ class Trainer:
         else:
             path = memory_buffer_path(self.run_dir) if resuming else None
         # With --actors each episode records the version of the policy it was collected with.
-        info_keys = ("success", "progress", *((POLICY_VERSION_KEY,) if self.cfg.actors else ()))
+        info_keys = (
+            "success",
+            "progress",
+            *((POLICY_VERSION_KEY,) if self.cfg.actors else ()),
+            *((INTERVENTION_KEY,) if self.cfg.takeover_stall_steps else ()),
+        )
         return StoreSpec(
             cfg=self.buffer_cfg, obs_spec=obs_spec, action_dim=action_dim, info_keys=info_keys, path=path
         )
@@ -389,9 +395,15 @@ class Trainer:
         if not cfg.actors:
             ramp = self._reset_options if cfg.randomize_ramp_steps or cfg.task_ramp_steps else None
             guide = self._jump_start if cfg.jump_start_steps else None
-            return EnvEpisodes(
-                self.env, self.buffer, self.stored_keys, seed_base, reset_options=ramp, guide=guide
+            takeover = (
+                StallTakeover(self.env, cfg.takeover_stall_steps, cfg.takeover_stall_m)
+                if cfg.takeover_stall_steps
+                else None
             )
+            return EnvEpisodes(
+                self.env, self.buffer, self.stored_keys, seed_base, reset_options=ramp, guide=guide,
+                takeover=takeover,
+            )  # fmt: skip
         from vlmrl.actors.ray_source import ActorEpisodes, connect  # imports Ray: only with --actors
 
         connect(cfg.ray.address)
@@ -441,7 +453,10 @@ class Trainer:
         staged = StagedSteps()
         demos = EnvEpisodes(
             self.env, staged, self.stored_keys, cfg.seed * TRAIN_SEED_STRIDE + DEMO_SEED_OFFSET,
-            extra_info={POLICY_VERSION_KEY: -1.0} if cfg.actors else None,
+            extra_info={
+                **({POLICY_VERSION_KEY: -1.0} if cfg.actors else {}),
+                **({INTERVENTION_KEY: 0.0} if cfg.takeover_stall_steps else {}),
+            },
             steps_after_success=cfg.demo_steps_after_success if cfg.demo_steps_after_success >= 0 else None,
         )  # fmt: skip
         # With --prior-share > 0 the demonstrations are the prior part of RLPD's symmetric sampling.
