@@ -263,3 +263,7 @@ python_script benchmarks/push_probe.py "$OUT/push-state-ref/push-s1/policy.pt" "
 # steps, its steps with the demonstrations (push_takeover_pilot.json; push_state_takeover_screen.json).
 push_pilot push-takeover push_takeover.json '--takeover-stall-steps 10 --buffer.prior-info-key intervention' --jobs 2
 push_pilot push-state-takeover push_state_takeover.json "$PUSH_STATE --takeover-stall-steps 10 --buffer.prior-info-key intervention" --jobs 2
+# Section 29 (session of 2026-12-06, 12:47): push cloned with weight 1.0 whose gradient also trains the encoder
+# (push_bc1_encoder_pilot.json), and push from the state vector cloned with weight 2.5 (push_state_bc25_screen.json).
+push_pilot push-bc1-encoder push_bc1_encoder.json '--agent.bc-weight 1.0 --agent.actor-trains-encoder' --jobs 2
+push_pilot push-state-bc25 push_state_bc25.json "$PUSH_STATE --agent.bc-weight 2.5" --jobs 2
