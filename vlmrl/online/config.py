@@ -190,7 +190,9 @@ class TrainConfig:
     ``takeover_stall_m`` over the last N steps while the task does not hold, the expert drives to the episode's
     end. Its steps count as training steps and store ``info["intervention"]`` = 1 (logged as train/interventions
     and train/takeovers); with ``--buffer.prior-info-key intervention`` they join the demonstrations and are
-    cloned, so the actor learns what the expert does where the policy stopped. SO-101 twin only. 0: none."""
+    cloned, so the actor learns what the expert does where the policy stopped. SO-101 twin only. On push
+    (N = 10) it hurt from robot observations, 46% on fresh seeds against the recipe's 63%, and left the state
+    learner where it was (64% against 66.5%; results/deployable, section 28). 0: none."""
     takeover_stall_m: float = 0.005
     """With ``takeover_stall_steps``: the least movement of the tool (metres) over the window that is not a stall."""
     randomize_ramp_steps: int = 0
