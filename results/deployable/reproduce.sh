@@ -267,3 +267,6 @@ push_pilot push-state-takeover push_state_takeover.json "$PUSH_STATE --takeover-
 # (push_bc1_encoder_pilot.json), and push from the state vector cloned with weight 2.5 (push_state_bc25_screen.json).
 push_pilot push-bc1-encoder push_bc1_encoder.json '--agent.bc-weight 1.0 --agent.actor-trains-encoder' --jobs 2
 push_pilot push-state-bc25 push_state_bc25.json "$PUSH_STATE --agent.bc-weight 2.5" --jobs 2
+# Section 30 (session of 2026-12-06, 13:08): push cloned with weight 2.5 whose gradient also trains the encoder
+# (push_bc25_encoder_pilot.json).
+push_pilot push-bc25-encoder push_bc25_encoder.json '--agent.bc-weight 2.5 --agent.actor-trains-encoder' --jobs 2
