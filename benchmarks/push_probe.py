@@ -47,21 +47,19 @@ def probe_episode(env: Any, act: Any, seed: int, reset: Any = None) -> dict[str,
     twin = env.unwrapped
     goal = np.asarray(twin.task.goal())[:2]
     start = twin.sim.cube_position().copy()
-    rest_z, top_z = float(start[2]), float(start[2])
-    closest = float(np.linalg.norm(start[:2] - goal))
+    start_m = closest = float(np.linalg.norm(start[:2] - goal))
+    rest_z = top_z = float(start[2])
     success, steps, done = False, 0, False
     while not done:
         obs, _, terminated, truncated, info = env.step(act(obs))
-        cube = twin.sim.cube_position()
+        cube = twin.sim.cube_position()  # after the last step: where the cube ended
         closest = min(closest, float(np.linalg.norm(cube[:2] - goal)))
         top_z = max(top_z, float(cube[2]))
         success = success or bool(info["success"])
         steps += 1
         done = terminated or truncated
-    end = twin.sim.cube_position()
-    start_m = float(np.linalg.norm(start[:2] - goal))
-    end_m = float(np.linalg.norm(end[:2] - goal))
-    moved_m = float(np.linalg.norm(end[:2] - start[:2]))
+    end_m = float(np.linalg.norm(cube[:2] - goal))
+    moved_m = float(np.linalg.norm(cube[:2] - start[:2]))
     return {
         "seed": seed,
         "success": success,
@@ -77,18 +75,16 @@ def probe_episode(env: Any, act: Any, seed: int, reset: Any = None) -> dict[str,
 def summarise(episodes: list[dict[str, Any]]) -> dict[str, Any]:
     """Counts per kind and the closest approaches of the successes and of the pushes that stopped short."""
     closest = {k: [e["closest_cm"] for e in episodes if e["kind"] == k] for k in ("success", "stopped_short")}
+
+    def spread(values: list[float]) -> list[float] | None:
+        return [min(values), max(values)] if values else None
+
     return {
         "episodes": len(episodes),
         "kinds": {k: sum(e["kind"] == k for e in episodes) for k in KINDS},
         "success_closest_cm_median": statistics.median(closest["success"]) if closest["success"] else None,
-        "success_closest_cm_range": [min(closest["success"]), max(closest["success"])]
-        if closest["success"]
-        else None,
-        "stopped_short_closest_cm_range": (
-            [min(closest["stopped_short"]), max(closest["stopped_short"])]
-            if closest["stopped_short"]
-            else None
-        ),
+        "success_closest_cm_range": spread(closest["success"]),
+        "stopped_short_closest_cm_range": spread(closest["stopped_short"]),
     }
 
 
@@ -104,11 +100,11 @@ def probe_policy(
     policy = load_policy(path)
     # Episodes run to the time limit (an evaluation ends at the first success): where a push stops is the question.
     sim = dataclasses.replace(sim_config_for(policy.run, Config(policy=path)), terminate_on_success=False)
+    if sim.task != "push":
+        raise SystemExit(f"push_probe: {path} was trained on {sim.task!r}, not push")
     env = make_env(sim)
     seeds = [REEVAL_SEED_BASE + i for i in range(episodes)]
     try:
-        if env.unwrapped.cfg.task != "push":
-            raise SystemExit(f"push_probe: {path} was trained on {env.unwrapped.cfg.task!r}, not push")
         rows = [probe_episode(env, policy, seed) for seed in seeds]
         result = {"policy": str(path), "summary": summarise(rows), "episodes": rows}
         expert_result = None

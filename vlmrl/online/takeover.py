@@ -11,6 +11,7 @@ the expert does from the states where the policy stopped (DAgger's labels, where
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -30,18 +31,19 @@ class StallTakeover:
     def __init__(self, env: Any, stall_steps: int, stall_m: float) -> None:
         self.env, self.stall_steps, self.stall_m = env, stall_steps, stall_m
         self.expert = make_expert(env)
-        self.tool: list[np.ndarray] = []
+        self.tool: deque[np.ndarray] = deque(maxlen=stall_steps + 1)  # where the window's steps left the tool
         self.driving = False
 
     def begin(self) -> None:
         """A new episode (after its reset): the policy drives."""
-        self.tool = [self.env.unwrapped.sim.tcp_position()]
+        self.tool.clear()
+        self.tool.append(self.env.unwrapped.sim.tcp_position())
         self.driving = False
 
     def drives(self, task_holds: bool) -> bool:
         """Whether the expert drives the next step (``task_holds``: the last step's success)."""
-        if not self.driving and not task_holds and len(self.tool) > self.stall_steps:
-            window = np.asarray(self.tool[-self.stall_steps - 1 :])
+        if not self.driving and not task_holds and len(self.tool) == self.tool.maxlen:
+            window = np.asarray(self.tool)
             if float(np.linalg.norm(window - window[-1], axis=1).max()) < self.stall_m:
                 self.driving = True
                 self.expert.reset()
