@@ -270,3 +270,8 @@ push_pilot push-state-bc25 push_state_bc25.json "$PUSH_STATE --agent.bc-weight 2
 # Section 30 (session of 2026-12-06, 13:08): push cloned with weight 2.5 whose gradient also trains the encoder
 # (push_bc25_encoder_pilot.json).
 push_pilot push-bc25-encoder push_bc25_encoder.json '--agent.bc-weight 2.5 --agent.actor-trains-encoder' --jobs 2
+# Section 31 (session of 2026-12-06, 14:45): push from the state vector with 5,000 updates on the demonstrations
+# before the first step (push_state_du5k_screen.json), and with target entropy -12
+# (push_state_te12_screen.json).
+push_pilot push-state-du5k push_state_du5k.json "$PUSH_STATE --demo-updates 5000 --learning-starts 0" --jobs 2
+push_pilot push-state-te12 push_state_te12.json "$PUSH_STATE --agent.target-entropy -12" --jobs 2

@@ -157,6 +157,12 @@ class TrainConfig:
     and show how it recovers from them (DART, Laskey et al. 2017); expert episodes that fail are dropped as
     always. On push it hurt, the more the worse: 56% and 26% on fresh seeds at 0.2 and 0.3 against the
     recipe's 63% (seeds 0-1; results/deployable, section 21). 0: clean demonstrations."""
+    demo_updates: int = 0
+    """Gradient updates on the demonstrations (and ``--prior-data``) alone before the first env step: the actor
+    clones them (``--agent.bc-weight``) and the critics learn their values, so training starts from a policy
+    that already does what the expert did (the offline phase of offline-to-online RL) instead of from a random
+    one. Use with ``--learning-starts 0``, else the first steps still act at random. Not env steps: the budget
+    is unchanged, the wall-clock grows by about N updates. 0: none."""
     prior_share: float = 0.5
     """Share of each batch drawn from the demonstrations and ``prior_data`` (RLPD's symmetric sampling,
     Ball et al. 2023), uniformly; the rest comes from online data by ``--replay``. 0: they are replayed
@@ -327,6 +333,10 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
             f"aux_reward.weight {cfg.aux_reward.weight}: the aux reward has one weight, aux_reward_weight "
             f"(set --aux-reward-weight {cfg.aux_reward_weight * cfg.aux_reward.weight:g} and leave aux_reward.weight at 1)"
         )
+    if cfg.demo_updates and not (cfg.demo_episodes or cfg.prior_data):
+        raise ConfigError(
+            f"demo_updates {cfg.demo_updates} needs data to update on: add --demo-episodes N or --prior-data PATH"
+        )
     if cfg.demo_episodes < 0:
         raise ConfigError(f"demo_episodes must be >= 0, got {cfg.demo_episodes}")
     if not 0.0 <= cfg.prior_share <= 1.0:
@@ -461,6 +471,7 @@ register(
         "demo_episodes": NON_NEGATIVE,
         "demo_steps_after_success": Range(-1),  # -1: to the episode's end
         "demo_action_noise": NON_NEGATIVE,
+        "demo_updates": NON_NEGATIVE,
         "prior_share": UNIT,
         "randomize_ramp_steps": NON_NEGATIVE,
         "task_ramp_steps": NON_NEGATIVE,

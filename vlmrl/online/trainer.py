@@ -20,6 +20,8 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from rich.console import Console
+from rich.progress import track
 
 from agents.config import SACConfig
 from agents.errors import AgentError
@@ -65,6 +67,8 @@ DEMO_SEED_OFFSET = 90_000
 JUMP_START_SEED_OFFSET = 91_000
 """``--jump-start-steps``: training episode e of a run with seed s draws its guided steps from the generator seeded
 [s, JUMP_START_SEED_OFFSET, e] (a resumed run draws what the uninterrupted one did)."""
+_DEMO_UPDATE_CHUNK = 100
+"""``--demo-updates`` run in chunks of this many (the progress bar moves per chunk)."""
 
 
 def noisy_actions(
@@ -365,6 +369,8 @@ class Trainer:
             self._add_demonstrations()
         if cfg.prior_data is not None and state.prior_episodes_added < 0:
             self._add_prior_data(cfg.prior_data)
+        if cfg.demo_updates and self.agent.num_updates == 0:  # a resumed run has updated already
+            self._update_on_demonstrations()
         self._take_snapshot()
         episodes = self.episode_source()
         try:
@@ -491,6 +497,23 @@ class Trainer:
             f"vlmrl train: {state.demo_episodes_added} demonstration episodes of the scripted expert in the "
             f"buffer ({state.demo_steps} steps; {dropped} unsuccessful expert episodes dropped"
             + (f"; action noise {cfg.demo_action_noise:g})" if cfg.demo_action_noise > 0 else ")")
+        )
+
+    def _update_on_demonstrations(self) -> None:
+        """``--demo-updates``: that many gradient updates on the buffer before the first env step, when it holds
+        only the demonstrations and prior data (the sampler's prior part then fills every batch)."""
+        cfg = self.cfg
+        start = time.perf_counter()
+        metrics: dict[str, float] = {}
+        chunks = range(0, cfg.demo_updates, _DEMO_UPDATE_CHUNK)
+        for done in track(chunks, "demo updates", disable=not cfg.progress, console=Console(stderr=True)):
+            metrics = self.learner.update(min(_DEMO_UPDATE_CHUNK, cfg.demo_updates - done))
+        with self._writer(purge=False) as writer:
+            for key, value in metrics.items():
+                writer.add_scalar(f"demo_updates/{key}", value, 0)
+        print(
+            f"vlmrl train: {cfg.demo_updates} updates on the {self.state.demo_rows} demonstration steps before the "
+            f"first env step ({time.perf_counter() - start:.0f} s)"
         )
 
     def _add_prior_data(self, path: Path) -> None:
