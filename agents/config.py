@@ -147,6 +147,13 @@ class SACConfig:
     (a state policy reading the sim's privileged state teaching a pixel actor: the asymmetric teacher-student
     scheme of privileged learning, here with the student's own visited states labelled, as DAgger does).
     0: off."""
+    proposals: bool = False
+    """IBRL's proposals (Hu et al. 2023, "Imitation Bootstrapped Reinforcement Learning"): once
+    ``SAC.freeze_proposer()`` has kept a frozen copy of the encoder and actor (``vlmrl train --demo-updates N``
+    does after its updates on the demonstrations, so the copy is their clone), the critics' target values the
+    copy's action at the next state beside the actor's and takes the larger, and each training action is the
+    copy's or the actor's, whichever the critics value more. Evaluation and the exported policy are the actor's
+    alone. Off: the plain SAC target and actions."""
     actor_ema: float = 0.0
     """Polyak rate of an averaged copy of the actor, updated after each actor step; deterministic acting
     (evaluation) and export use the copy, exploration the actor itself. It smooths the policy's

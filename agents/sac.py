@@ -177,6 +177,9 @@ class SAC:
         self.teacher: Callable[[dict[str, Tensor]], Tensor] | None = None
         """The policy distilled into the actor (``set_teacher``; ``SACConfig.teacher_weight``), or None."""
         self.teacher_keys: tuple[str, ...] = ()
+        self.proposer: tuple[ObservationEncoder, Actor | EstimatingActor] | None = None
+        """The frozen encoder and actor whose actions compete with the actor's (``SACConfig.proposals``;
+        ``freeze_proposer``), or None."""
         self.critic_only_until = 0
         """Updates before this count train the critics only; the actor and temperature wait, and the encoder and
         observation statistics stay as they are (``vlmrl finetune --critic-warmup-updates``: critics handed
@@ -231,6 +234,26 @@ class SAC:
             teacher = teacher.to(self.device).eval()
         self.teacher, self.teacher_keys = teacher, tuple(keys)
 
+    def freeze_proposer(self) -> None:
+        """Keep a frozen copy of the encoder and actor as they are now, whose actions compete with the actor's in
+        the critics' target and in training actions (``SACConfig.proposals``; IBRL). Not trained; checkpointed.
+
+        Raises:
+            AgentError: ``SACConfig.proposals`` is off.
+        """
+        if not self.cfg.proposals:
+            raise AgentError("freeze_proposer needs SACConfig.proposals")
+        self.proposer = (
+            copy.deepcopy(self.encoder).requires_grad_(False),
+            copy.deepcopy(self.actor).requires_grad_(False),
+        )
+
+    def _proposal(self, obs: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        """The proposer's mean and log standard deviation at ``obs``."""
+        assert self.proposer is not None
+        encoder, actor = self.proposer
+        return actor(encoder(obs))
+
     def to_unit(self, action: Tensor) -> Tensor:
         """Env units -> the actor's [-1, 1] units."""
         return torch.addcmul(self._unit_offset, action, self._unit_scale).clamp_(-1.0, 1.0)
@@ -265,8 +288,31 @@ class SAC:
         else:
             mean, log_std = self.actor(features)
             unit, _ = sample_squashed(mean, log_std, generator=self.generator)
+            if self.proposer is not None and all(k in obs for k in self.encoder.privileged_keys):
+                unit = self._better_of(unit, tensors, features, obs, batched)
         action = self.to_env(unit).cpu().numpy().astype(np.float32)
         return action if batched else action[0]
+
+    def _better_of(
+        self,
+        unit: Tensor,
+        tensors: dict[str, Tensor],
+        features: Tensor,
+        obs: dict[str, np.ndarray],
+        batched: bool,
+    ) -> Tensor:
+        """Per row, the actor's sampled action ``unit`` or the proposer's, whichever the critics value more."""
+        proposed, _ = sample_squashed(*self._proposal(tensors), generator=self.generator)
+        privileged = None
+        if self.encoder.privileged_keys:
+            extra = self.obs_to_tensors(obs, {k: self.obs_spec[k] for k in self.encoder.privileged_keys})
+            if not batched:
+                extra = {k: v.unsqueeze(0) for k, v in extra.items()}
+            privileged = self._privileged({**tensors, **extra})
+        critic_in = self._critic_input(features, privileged)
+        q_actor = self._policy_value(self.critic(critic_in, unit))
+        q_proposed = self._policy_value(self.critic(critic_in, proposed))
+        return torch.where((q_proposed > q_actor).unsqueeze(-1), proposed, unit)
 
     # --------------------------------------------------------------------------------------- learning
     def update(self, batch: Batch) -> dict[str, Any]:
@@ -403,6 +449,12 @@ class SAC:
             next_q = (next_qs if subset is None else next_qs[subset]).min(dim=0).values
             if self.cfg.backup_entropy:
                 next_q = next_q - alpha * next_log_prob
+            if self.proposer is not None:  # IBRL: the proposer's action where the critics value it more
+                proposed = torch.tanh(self._proposal(next_obs)[0])
+                proposed_qs = self.critic_target(next_critic_in, proposed)
+                next_q = torch.maximum(
+                    next_q, (proposed_qs if subset is None else proposed_qs[subset]).min(dim=0).values
+                )
             target = reward + discount * next_q
 
         # Critic loss, importance-weighted (PER); the encoder learns from this loss only.
@@ -524,6 +576,9 @@ class SAC:
             state["privileged_head"] = self.privileged_head.state_dict()
         if self.eval_actor is not self.actor:
             state["eval_actor"] = self.eval_actor.state_dict()
+        if self.proposer is not None:
+            state["proposer_encoder"] = self.proposer[0].state_dict()
+            state["proposer_actor"] = self.proposer[1].state_dict()
         # A copy, so the snapshot neither changes as training goes on nor shares optimizer moments
         # with an agent that loads it (Optimizer.load_state_dict may keep the given tensors).
         return copy.deepcopy(state)
@@ -544,6 +599,11 @@ class SAC:
             self.critic_target.load_state_dict(state["critic_target"])
             if self.privileged_head is not None:
                 self.privileged_head.load_state_dict(state["privileged_head"])
+            if "proposer_actor" in state:
+                self.freeze_proposer()
+                assert self.proposer is not None
+                self.proposer[0].load_state_dict(state["proposer_encoder"])
+                self.proposer[1].load_state_dict(state["proposer_actor"])
             self.optimizer.load_state_dict(state["optimizer"])
         except (KeyError, RuntimeError, ValueError) as exc:
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)

@@ -275,3 +275,7 @@ push_pilot push-bc25-encoder push_bc25_encoder.json '--agent.bc-weight 2.5 --age
 # (push_state_te12_screen.json).
 push_pilot push-state-du5k push_state_du5k.json "$PUSH_STATE --demo-updates 5000 --learning-starts 0" --jobs 2
 push_pilot push-state-te12 push_state_te12.json "$PUSH_STATE --agent.target-entropy -12" --jobs 2
+# Section 32 (session of 2026-12-06, 15:25): IBRL's proposals after 5,000 demonstration updates, from the state
+# vector (push_state_ibrl_screen.json) and from robot observations (push_ibrl_pilot.json).
+push_pilot push-state-ibrl push_state_ibrl.json "$PUSH_STATE --demo-updates 5000 --learning-starts 0 --agent.proposals" --jobs 2
+push_pilot push-ibrl push_ibrl.json '--demo-updates 5000 --learning-starts 0 --agent.proposals' --jobs 2

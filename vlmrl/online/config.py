@@ -161,7 +161,8 @@ class TrainConfig:
     """Gradient updates on the demonstrations (and ``--prior-data``) alone before the first env step: the actor
     clones them (``--agent.bc-weight``) and the critics learn their values, so training starts from a policy
     that already does what the expert did (the offline phase of offline-to-online RL) instead of from a random
-    one. Use with ``--learning-starts 0``, else the first steps still act at random. Not env steps: the budget
+    one. Use with ``--learning-starts 0``, else the first steps still act at random; with ``--agent.proposals`` the
+    actor as these updates leave it competes with the actor for the rest of the run (IBRL). Not env steps: the budget
     is unchanged, the wall-clock grows by about N updates. 0: none."""
     prior_share: float = 0.5
     """Share of each batch drawn from the demonstrations and ``prior_data`` (RLPD's symmetric sampling,
@@ -337,6 +338,12 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
         raise ConfigError(
             f"demo_updates {cfg.demo_updates} needs data to update on: add --demo-episodes N or --prior-data PATH"
         )
+    if cfg.agent.proposals and not cfg.demo_updates:
+        raise ConfigError(
+            "agent.proposals needs --demo-updates N: the proposer is the actor as those updates leave it"
+        )
+    if cfg.agent.proposals and cfg.actors:
+        raise ConfigError("agent.proposals is not supported with --actors (the actors act without the critics)")
     if cfg.demo_episodes < 0:
         raise ConfigError(f"demo_episodes must be >= 0, got {cfg.demo_episodes}")
     if not 0.0 <= cfg.prior_share <= 1.0:

@@ -511,6 +511,8 @@ class Trainer:
         with self._writer(purge=False) as writer:
             for key, value in metrics.items():
                 writer.add_scalar(f"demo_updates/{key}", value, 0)
+        if cfg.agent.proposals:  # IBRL: the clone of the demonstrations competes with the actor from now on
+            self.agent.freeze_proposer()
         print(
             f"vlmrl train: {cfg.demo_updates} updates on the {self.state.demo_rows} demonstration steps before the "
             f"first env step ({time.perf_counter() - start:.0f} s)"
