@@ -109,5 +109,5 @@ def test_the_proposer_is_checkpointed_and_restored() -> None:
 
 def test_freezing_a_proposer_needs_the_option() -> None:
     sac = SAC(SMALL, SIM_SPEC, BOX, privileged_keys=("state",))
-    with pytest.raises(AgentError, match="freeze_proposer needs SACConfig.proposals"):
+    with pytest.raises(AgentError, match=r"freeze_proposer needs SACConfig\.proposals"):
         sac.freeze_proposer()

@@ -343,7 +343,9 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
             "agent.proposals needs --demo-updates N: the proposer is the actor as those updates leave it"
         )
     if cfg.agent.proposals and cfg.actors:
-        raise ConfigError("agent.proposals is not supported with --actors (the actors act without the critics)")
+        raise ConfigError(
+            "agent.proposals is not supported with --actors (the actors act without the critics)"
+        )
     if cfg.demo_episodes < 0:
         raise ConfigError(f"demo_episodes must be >= 0, got {cfg.demo_episodes}")
     if not 0.0 <= cfg.prior_share <= 1.0:
