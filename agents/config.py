@@ -153,7 +153,9 @@ class SACConfig:
     does after its updates on the demonstrations, so the copy is their clone), the critics' target values the
     copy's action at the next state beside the actor's and takes the larger, and each training action is the
     copy's or the actor's, whichever the critics value more. Evaluation and the exported policy are the actor's
-    alone. Off: the plain SAC target and actions."""
+    alone. On push after 5,000 demonstration updates: 73.5% on fresh seeds from the state vector (73% without the
+    proposals), 53.5% from robot observations against the recipe's 63% (results/deployable, section 32). Off: the
+    plain SAC target and actions."""
     actor_ema: float = 0.0
     """Polyak rate of an averaged copy of the actor, updated after each actor step; deterministic acting
     (evaluation) and export use the copy, exploration the actor itself. It smooths the policy's

@@ -81,11 +81,11 @@ DEPLOYABLE = Recipe(
         # same way (results/deployable, section 6); 200 did not add more (section 13), nor an expert that pushes
         # on to the zone's centre, nor demonstrations cut after the success (section 14), nor a learning-rate
         # decay, ending at success, 64 px policy images or ten critics (section 16), nor the levers of sections
-        # 17-25 and 28-30 (potential shaping, finer steps, a 2 cm reward, the wrist camera, three-step returns,
+        # 17-25 and 28-32 (potential shaping, finer steps, a 2 cm reward, the wrist camera, three-step returns,
         # harder cloning, noisy demonstrations, wider networks, larger batches, fewer demonstrations per batch, a
         # curriculum from short pushes, jump starts and takeovers by the expert, harder cloning through the
-        # encoder): push stays at about 60% on fresh seeds (67% at best, section 29); from the state vector the
-        # same learner ends at 66.5-77% (sections 26-29). Lift keeps 25 (seeds 0-4 at
+        # encoder, IBRL's proposals after updates on the demonstrations): push stays at about 60% on fresh seeds
+        # (67% at best, section 29); from the state vector the same learner ends at 59.5-77% (sections 26-31). Lift keeps 25 (seeds 0-4 at
         # 69% against 67% with 100, p = 0.78; section 7).
         "push": {"total_steps": 30_000, "demo_episodes": 100},
         # Place with end-effector actions and 100 demonstrations: 85% against 70% with 25 over seeds 0-4
