@@ -279,3 +279,9 @@ push_pilot push-state-te12 push_state_te12.json "$PUSH_STATE --agent.target-entr
 # vector (push_state_ibrl_screen.json) and from robot observations (push_ibrl_pilot.json).
 push_pilot push-state-ibrl push_state_ibrl.json "$PUSH_STATE --demo-updates 5000 --learning-starts 0 --agent.proposals" --jobs 2
 push_pilot push-ibrl push_ibrl.json '--demo-updates 5000 --learning-starts 0 --agent.proposals' --jobs 2
+# Section 33 (session of 2026-12-06, 14:45): 5,000 demonstration updates with the clone's gradient in the encoder
+# (push_du_bc1_encoder_pilot.json), and from the state vector with cloning weight 2.5 (push_state_du_bc25_screen.json)
+# and with 20,000 demonstration updates (push_state_du20k_screen.json).
+push_pilot push-du-bc1-encoder push_du_bc1_encoder.json '--demo-updates 5000 --learning-starts 0 --agent.bc-weight 1.0 --agent.actor-trains-encoder' --jobs 2
+push_pilot push-state-du-bc25 push_state_du_bc25.json "$PUSH_STATE --demo-updates 5000 --learning-starts 0 --agent.bc-weight 2.5" --jobs 2
+push_pilot push-state-du20k push_state_du20k.json "$PUSH_STATE --demo-updates 20000 --learning-starts 0" --jobs 2
