@@ -270,16 +270,16 @@ push_pilot push-state-bc25 push_state_bc25.json "$PUSH_STATE --agent.bc-weight 2
 # Section 30 (session of 2026-12-06, 13:08): push cloned with weight 2.5 whose gradient also trains the encoder
 # (push_bc25_encoder_pilot.json).
 push_pilot push-bc25-encoder push_bc25_encoder.json '--agent.bc-weight 2.5 --agent.actor-trains-encoder' --jobs 2
-# Section 31 (session of 2026-12-06, 14:45): push from the state vector with 5,000 updates on the demonstrations
+# Section 31 (session of 2026-12-06, 14:11): push from the state vector with 5,000 updates on the demonstrations
 # before the first step (push_state_du5k_screen.json), and with target entropy -12
 # (push_state_te12_screen.json).
 push_pilot push-state-du5k push_state_du5k.json "$PUSH_STATE --demo-updates 5000 --learning-starts 0" --jobs 2
 push_pilot push-state-te12 push_state_te12.json "$PUSH_STATE --agent.target-entropy -12" --jobs 2
-# Section 32 (session of 2026-12-06, 15:25): IBRL's proposals after 5,000 demonstration updates, from the state
+# Section 32 (session of 2026-12-06, 14:21): IBRL's proposals after 5,000 demonstration updates, from the state
 # vector (push_state_ibrl_screen.json) and from robot observations (push_ibrl_pilot.json).
 push_pilot push-state-ibrl push_state_ibrl.json "$PUSH_STATE --demo-updates 5000 --learning-starts 0 --agent.proposals" --jobs 2
 push_pilot push-ibrl push_ibrl.json '--demo-updates 5000 --learning-starts 0 --agent.proposals' --jobs 2
-# Section 33 (session of 2026-12-06, 14:45): 5,000 demonstration updates with the clone's gradient in the encoder
+# Section 33 (session of 2026-12-06, 14:41): 5,000 demonstration updates with the clone's gradient in the encoder
 # (push_du_bc1_encoder_pilot.json), and from the state vector with cloning weight 2.5 (push_state_du_bc25_screen.json)
 # and with 20,000 demonstration updates (push_state_du20k_screen.json).
 push_pilot push-du-bc1-encoder push_du_bc1_encoder.json '--demo-updates 5000 --learning-starts 0 --agent.bc-weight 1.0 --agent.actor-trains-encoder' --jobs 2
