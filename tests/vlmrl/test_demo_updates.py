@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+import torch
 
 from agents.config import SACConfig
 from sim.config import SimConfig
@@ -75,3 +76,27 @@ def test_demonstration_updates_need_demonstrations(tmp_path) -> None:
         main(dataclasses.replace(cloning_run(tmp_path / "none", demo_updates=50), demo_episodes=0))
     with pytest.raises(ConfigError, match="demo_updates"):
         main(cloning_run(tmp_path / "neg", demo_updates=-1))
+
+
+def test_proposals_need_demonstration_updates_and_no_actors(tmp_path) -> None:
+    run = cloning_run(tmp_path / "p")
+    proposing = dataclasses.replace(run, agent=dataclasses.replace(run.agent, proposals=True))
+    with pytest.raises(ConfigError, match=r"agent\.proposals needs --demo-updates N"):
+        main(proposing)
+    with pytest.raises(ConfigError, match=r"agent\.proposals is not supported with --actors"):
+        main(dataclasses.replace(proposing, demo_updates=10, actors=2))
+
+
+def test_a_proposing_run_freezes_the_clone_its_demonstration_updates_left(tmp_path) -> None:
+    run = cloning_run(tmp_path / "ibrl", demo_updates=100)
+    trainer = Trainer.create(dataclasses.replace(run, agent=dataclasses.replace(run.agent, proposals=True)))
+    try:
+        trainer._add_demonstrations()
+        trainer._update_on_demonstrations()
+        assert trainer.agent.proposer is not None
+        frozen = [p.detach().clone() for p in trainer.agent.proposer[1].parameters()]
+        live = [p.detach().clone() for p in trainer.agent.actor.parameters()]
+        assert all(torch.equal(a, b) for a, b in zip(frozen, live, strict=True))
+    finally:
+        trainer.env.close()
+        trainer.eval_env.close()
