@@ -285,7 +285,7 @@ push_pilot push-ibrl push_ibrl.json '--demo-updates 5000 --learning-starts 0 --a
 push_pilot push-du-bc1-encoder push_du_bc1_encoder.json '--demo-updates 5000 --learning-starts 0 --agent.bc-weight 1.0 --agent.actor-trains-encoder' --jobs 2
 push_pilot push-state-du-bc25 push_state_du_bc25.json "$PUSH_STATE --demo-updates 5000 --learning-starts 0 --agent.bc-weight 2.5" --jobs 2
 push_pilot push-state-du20k push_state_du20k.json "$PUSH_STATE --demo-updates 20000 --learning-starts 0" --jobs 2
-# Section 34 (session of 2026-12-06, 15:20): push that sees its joint targets, from the state vector
+# Section 34 (session of 2026-12-06, 15:11): push that sees its joint targets, from the state vector
 # (push_state_targets_screen.json), with the recipe (push_targets_pilot.json) and with section 33's (a)
 # (push_du_bc1_encoder_targets_pilot.json).
 push_pilot push-state-targets push_state_targets.json "$PUSH_STATE --sim.observe-targets" --jobs 2
