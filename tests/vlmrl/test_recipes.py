@@ -43,6 +43,10 @@ def test_the_deployable_recipe_sets_a_robot_policy_with_per_task_budgets() -> No
     push = parse("--recipe", "deployable", "--sim.task", "push")
     assert push.demo_episodes == 100 and overridden(push) == {}  # push's own demonstrations
     assert push.sim.action_mode == "delta"
+    # Section 34: push reads its joint targets, starts from its demonstrations' clone, clones through the encoder.
+    assert push.sim.observe_targets and not lift.sim.observe_targets
+    assert push.demo_updates == 5000 and push.learning_starts == 0 and lift.demo_updates == 0
+    assert push.agent.bc_weight == 1.0 and push.agent.actor_trains_encoder and lift.agent.bc_weight == 0.4
     # What it changes is what differs from the defaults, and nothing else.
     changes = recipe_changes(lift, TrainConfig())
     assert changes["policy_obs"] == "robot" and "sim.reward" not in changes  # sparse is the default already
