@@ -291,3 +291,10 @@ push_pilot push-state-du20k push_state_du20k.json "$PUSH_STATE --demo-updates 20
 push_pilot push-state-targets push_state_targets.json "$PUSH_STATE --sim.observe-targets" --jobs 2
 push_pilot push-targets push_targets.json '--sim.observe-targets' --jobs 2
 push_pilot push-du-bc1-encoder-targets push_du_bc1_encoder_targets.json '--sim.observe-targets --demo-updates 5000 --learning-starts 0 --agent.bc-weight 1.0 --agent.actor-trains-encoder' --jobs 2
+# Section 34's seeds 2-4 of (c), three at once, then the five-seed summary (push_du_bc1_encoder_targets_pilot.json;
+# its push rows are results/bench/deployable_tasks.json's since).
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 2 3 4 --jobs 3 --reeval-episodes 100 \
+  --train-args '--sim.observe-targets --demo-updates 5000 --learning-starts 0 --agent.bc-weight 1.0 --agent.actor-trains-encoder' \
+  --runs-dir "$OUT/push-du-bc1-encoder-targets" --json "$OUT/push_du_bc1_encoder_targets_s234.json"
+python_script benchmarks/deployable_tasks.py --tasks push --seeds 0 1 2 3 4 --collect-only --reeval-episodes 100 \
+  --runs-dir "$OUT/push-du-bc1-encoder-targets" --json "$OUT/push_du_bc1_encoder_targets_pilot.json"
