@@ -58,7 +58,9 @@ def test_a_run_updates_on_its_demonstrations_once_and_a_resume_does_not_again(tm
     run_dir = tmp_path / "run"
     main(cloning_run(run_dir, demo_updates=150, total_steps=60, stop_after_steps=30))
     first = capsys.readouterr().out
-    assert "150 updates on the" in first and "demonstration steps before the first env step" in first
+    assert (
+        "150 updates on the demonstrations (" in first and "buffer rows) before the first env step" in first
+    )
     resumed = Trainer.resume(run_dir)
     try:
         updates_at_resume = resumed.agent.num_updates
@@ -67,7 +69,7 @@ def test_a_run_updates_on_its_demonstrations_once_and_a_resume_does_not_again(tm
     finally:
         resumed.env.close()
         resumed.eval_env.close()
-    assert "updates on the" not in capsys.readouterr().out
+    assert "updates on the demonstrations" not in capsys.readouterr().out
     assert resumed.agent.num_updates == updates_at_resume + (resumed.state.step - 30)
 
 

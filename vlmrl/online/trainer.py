@@ -514,8 +514,8 @@ class Trainer:
         if cfg.agent.proposals:  # IBRL: the clone of the demonstrations competes with the actor from now on
             self.agent.freeze_proposer()
         print(
-            f"vlmrl train: {cfg.demo_updates} updates on the {self.state.demo_rows} demonstration steps before the "
-            f"first env step ({time.perf_counter() - start:.0f} s)"
+            f"vlmrl train: {cfg.demo_updates} updates on the demonstrations ({self.state.demo_rows} buffer rows) "
+            f"before the first env step ({time.perf_counter() - start:.0f} s)"
         )
 
     def _add_prior_data(self, path: Path) -> None:
