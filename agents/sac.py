@@ -445,16 +445,16 @@ class SAC:
             next_mean, next_log_std = self.actor(next_features)
             next_action, next_log_prob = squash(next_mean, next_log_std, next_noise)
             next_critic_in = self._critic_input(next_features, self._privileged(next_obs))
-            next_qs = self.critic_target(next_critic_in, next_action)
-            next_q = (next_qs if subset is None else next_qs[subset]).min(dim=0).values
+
+            def target_value(candidate: Tensor) -> Tensor:  # min over the target subset's critics
+                qs = self.critic_target(next_critic_in, candidate)
+                return (qs if subset is None else qs[subset]).min(dim=0).values
+
+            next_q = target_value(next_action)
             if self.cfg.backup_entropy:
                 next_q = next_q - alpha * next_log_prob
             if self.proposer is not None:  # IBRL: the proposer's action where the critics value it more
-                proposed = torch.tanh(self._proposal(next_obs)[0])
-                proposed_qs = self.critic_target(next_critic_in, proposed)
-                next_q = torch.maximum(
-                    next_q, (proposed_qs if subset is None else proposed_qs[subset]).min(dim=0).values
-                )
+                next_q = torch.maximum(next_q, target_value(torch.tanh(self._proposal(next_obs)[0])))
             target = reward + discount * next_q
 
         # Critic loss, importance-weighted (PER); the encoder learns from this loss only.
