@@ -6,10 +6,10 @@ import dataclasses
 
 import numpy as np
 import pytest
-import torch
 
 from agents.config import SACConfig
 from sim.config import SimConfig
+from tests.agents.test_sac import params, same
 from vlmrl.errors import ConfigError
 from vlmrl.online.trainer import Trainer
 from vlmrl.pipelines.train import main
@@ -96,9 +96,7 @@ def test_a_proposing_run_freezes_the_clone_its_demonstration_updates_left(tmp_pa
         trainer._add_demonstrations()
         trainer._update_on_demonstrations()
         assert trainer.agent.proposer is not None
-        frozen = [p.detach().clone() for p in trainer.agent.proposer[1].parameters()]
-        live = [p.detach().clone() for p in trainer.agent.actor.parameters()]
-        assert all(torch.equal(a, b) for a, b in zip(frozen, live, strict=True))
+        assert same(params(trainer.agent.proposer[1]), params(trainer.agent.actor))
     finally:
         trainer.env.close()
         trainer.eval_env.close()
