@@ -344,10 +344,6 @@ def check_config(cfg: TrainConfig, new_run: bool = True) -> None:
         raise ConfigError(
             "agent.proposals needs --demo-updates N: the proposer is the actor as those updates leave it"
         )
-    if cfg.agent.proposals and cfg.actors:
-        raise ConfigError(
-            "agent.proposals is not supported with --actors (the actors act without the critics)"
-        )
     if cfg.demo_episodes < 0:
         raise ConfigError(f"demo_episodes must be >= 0, got {cfg.demo_episodes}")
     if not 0.0 <= cfg.prior_share <= 1.0:
@@ -434,6 +430,10 @@ def check_actors(cfg: TrainConfig) -> None:
     if cfg.prior_data is not None:
         raise ConfigError(
             "--prior-data with --actors: not supported yet (its store has no policy_version column)"
+        )
+    if cfg.agent.proposals:
+        raise ConfigError(
+            "agent.proposals is not supported with --actors (the actors act without the critics)"
         )
 
 
